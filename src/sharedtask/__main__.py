@@ -1,0 +1,3 @@
+from sharedtask.cli import entry
+
+entry()

@@ -1,0 +1,78 @@
+"""The ``sharedtask`` command line: one subcommand per segment of the flow.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; the
+module sets ``func`` on its parser, a callable ``(args) -> int`` (the exit code).
+User mistakes raise :class:`~sharedtask.errors.SharedTaskError` and end as one
+line on stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from rich.console import Console
+
+from sharedtask import __version__
+from sharedtask.errors import SharedTaskError
+
+# Order here is the order in `sharedtask --help`: the flow of design.md.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "tasks",
+    "sample",
+    "check_input",
+    "validate",
+    "run",
+    "evaluate",
+    "baseline",
+    "demo",
+    "new_submission",
+    "docker_doctor",
+)
+
+err_console = Console(stderr=True, highlight=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sharedtask",
+        description=(
+            "Run IR shared tasks the TIRA way: task specs, sandboxed runs, "
+            "validation, official evaluation and leaderboards."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"sharedtask {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"sharedtask.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sharedtask.cli.{name}":
+                continue  # subcommand not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except SharedTaskError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("[bold red]interrupted[/]")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:  # console_script
+    sys.exit(main())

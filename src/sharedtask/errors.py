@@ -1,0 +1,73 @@
+"""User-facing errors.
+
+Everything a user can cause (a bad file, an unknown task, a missing directory)
+raises a subclass of :class:`SharedTaskError`; the CLI prints it as one line and
+exits with code 2. Anything else is a bug and may show a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class SharedTaskError(Exception):
+    """An error the user can fix; ``str()`` is the one line the CLI prints."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a file something was found: 1-based line/column, or a record index."""
+
+    path: str
+    line: int | None = None
+    column: int | None = None
+    record: str | None = None
+
+    def __str__(self) -> str:
+        out = self.path
+        if self.line is not None:
+            out += f":{self.line}"
+            if self.column is not None:
+                out += f":{self.column}"
+        if self.record is not None:
+            out += f" ({self.record})"
+        return out
+
+
+class FormatError(SharedTaskError):
+    """A file does not follow its official format.
+
+    Carries the location and what was expected so that the message reads
+    ``run.txt:17:3: expected an integer rank, found 'x' (hint)``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        record: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.location = Location(str(path), line, column, record)
+        self.detail = message
+        super().__init__(f"{self.location}: {message}", hint)
+
+
+class SpecError(SharedTaskError):
+    """A task spec (YAML) is broken: names the file and the path inside it."""
+
+
+class UnknownTaskError(SharedTaskError):
+    """A task id that no spec declares."""
