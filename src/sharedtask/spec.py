@@ -1,0 +1,347 @@
+"""Task specs: the contracts of each shared task, loaded from ``tasks/*.yml``.
+
+A spec may ``extends:`` base specs (``tasks/_base/*.yml``); mappings are merged
+key by key (the extending file wins), everything else is replaced. The merged
+document is checked against ``tasks/task.schema.json`` on every load, and an
+error names the file that supplied the offending value and the path inside it.
+Code reads contracts from here and never hard-codes them (design.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterator
+
+import jsonschema
+import yaml
+
+from sharedtask.errors import SpecError, UnknownTaskError
+from sharedtask.resources import resource
+
+SCHEMA_FILE = "task.schema.json"
+BASE_DIR = "_base"
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One entry of the input contract: a file (or glob) inside ``$inputDataset``."""
+
+    path: str
+    format: str
+    role: str
+    required: bool = True
+    description: str = ""
+
+    @property
+    def is_glob(self) -> bool:
+        return any(ch in self.path for ch in "*?[")
+
+    def matches(self, dataset_dir: Path) -> list[Path]:
+        """The files of ``dataset_dir`` this entry names (sorted, for determinism)."""
+        if self.is_glob:
+            return sorted(p for p in dataset_dir.glob(self.path) if p.is_file())
+        candidate = dataset_dir / self.path
+        return [candidate] if candidate.is_file() else []
+
+
+@dataclass(frozen=True)
+class InputContract:
+    files: tuple[InputFile, ...]
+
+    def file(self, role: str) -> InputFile | None:
+        """The first input file with this role (topics, posts, formulas, corpus)."""
+        return next((f for f in self.files if f.role == role), None)
+
+    def all(self, role: str) -> list[InputFile]:
+        return [f for f in self.files if f.role == role]
+
+
+@dataclass(frozen=True)
+class OutputContract:
+    file: str
+    format: str
+    max_results_per_topic: int
+    patterns: dict[str, str]
+    max_answer_chars: int | None = None
+    file_name_pattern: str | None = None
+
+    def pattern(self, name: str) -> re.Pattern[str] | None:
+        """Compiled full-match pattern for an id field, or None if the spec sets none."""
+        raw = self.patterns.get(name)
+        return _compile(raw) if raw is not None else None
+
+
+@dataclass(frozen=True)
+class TruthFile:
+    path: str
+    format: str
+    role: str
+    min_rel: int | None = None
+    max_rel: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    required: bool = True
+    description: str = ""
+
+    def matches(self, truth_dir: Path) -> list[Path]:
+        return InputFile(self.path, self.format, self.role).matches(truth_dir)
+
+
+@dataclass(frozen=True)
+class TruthContract:
+    files: tuple[TruthFile, ...]
+    relevant_threshold: int
+
+    def file(self, role: str) -> TruthFile | None:
+        return next((f for f in self.files if f.role == role), None)
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """A measure as the task declares it.
+
+    ``id`` names what is computed (several entries may share it with different
+    ``qrels_role``); ``key`` is unique within a task and used as column name.
+    """
+
+    id: str
+    label: str
+    procedure: str
+    primary: bool = False
+    official: bool = True
+    qrels_role: str = "relevance"
+
+    @property
+    def key(self) -> str:
+        return self.id if self.qrels_role in ("relevance", "answers") else f"{self.id}_{self.qrels_role}"
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    memory: str
+    cpus: float
+    timeout: int
+    pids: int
+    max_output: str
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    lab: str
+    year: int
+    edition: str
+    family: str
+    description: str
+    input: InputContract
+    output: OutputContract
+    truth: TruthContract
+    measures: tuple[MeasureSpec, ...]
+    sandbox: SandboxLimits
+    sample: str
+    url: str | None
+    topics: dict[str, Any]
+    source_path: Path
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def primary_measure(self) -> MeasureSpec:
+        return next((m for m in self.measures if m.primary), self.measures[0])
+
+    def measure(self, key: str) -> MeasureSpec:
+        for m in self.measures:
+            if m.key == key:
+                return m
+        known = ", ".join(m.key for m in self.measures)
+        raise SpecError(f"task {self.id} has no measure {key!r}", hint=f"known measures: {known}")
+
+    @property
+    def sample_dir(self) -> Path:
+        return resource("tasks") / "samples" / self.sample
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@cache
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def tasks_dir() -> Path:
+    return resource("tasks")
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    path = tasks_dir() / SCHEMA_FILE
+    with path.open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping at the top level, found {type(data).__name__}")
+    return data
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve(path: Path, chain: tuple[Path, ...] = ()) -> tuple[dict[str, Any], list[tuple[Path, dict[str, Any]]]]:
+    """Merged document plus the layers (most derived first) for error attribution."""
+    if path in chain:
+        cycle = " -> ".join(p.name for p in (*chain, path))
+        raise SpecError(f"{chain[0]}: extends forms a cycle: {cycle}")
+    own = _read_yaml(path)
+    parents = own.get("extends", [])
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise SpecError(f"{path}: extends: expected a file name or a list of file names")
+    merged: dict[str, Any] = {}
+    layers: list[tuple[Path, dict[str, Any]]] = []
+    for parent in parents:
+        parent_path = (tasks_dir() / parent).resolve()
+        if not parent_path.is_file():
+            raise SpecError(f"{path}: extends: {parent!r} does not exist under {tasks_dir()}")
+        parent_doc, parent_layers = _resolve(parent_path, (*chain, path))
+        merged = _merge(merged, parent_doc)
+        layers = parent_layers + layers
+    body = {k: v for k, v in own.items() if k != "extends"}
+    merged = _merge(merged, body)
+    return merged, [(path, own), *layers]
+
+
+def _owner(layers: list[tuple[Path, dict[str, Any]]], json_path: list[Any]) -> Path:
+    """The most derived file that sets the value at ``json_path``."""
+    for path, doc in layers:
+        node: Any = doc
+        for part in json_path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                node = node[part]
+            else:
+                break
+        else:
+            return path
+    # Path absent everywhere (e.g. a missing required key): blame the task file.
+    return layers[0][0]
+
+
+def _format_path(parts: list[Any]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
+    validator = jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        err = errors[0]
+        parts = list(err.absolute_path)
+        owner = _owner(layers, parts)
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise SpecError(f"{owner}: {_format_path(parts)}: {err.message}{more}")
+    if doc["id"] != path.stem:
+        raise SpecError(f"{path}: id: {doc['id']!r} must equal the file name {path.stem!r}")
+    keys = [MeasureSpec(**m).key for m in doc["measures"]]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise SpecError(f"{path}: measures: duplicate measure {', '.join(dupes)} (same id and qrels_role)")
+    if sum(bool(m.get("primary")) for m in doc["measures"]) > 1:
+        raise SpecError(f"{path}: measures: more than one measure is marked primary")
+
+
+def load_task_file(path: Path) -> Task:
+    """Load, merge and validate one spec file."""
+    path = path.resolve()
+    doc, layers = _resolve(path)
+    _validate(path, doc, layers)
+    out = doc["output"]
+    truth = doc["truth"]
+    return Task(
+        id=doc["id"],
+        title=doc["title"],
+        lab=doc["lab"],
+        year=doc["year"],
+        edition=doc["edition"],
+        family=doc["family"],
+        description=" ".join(doc["description"].split()),
+        input=InputContract(tuple(InputFile(**f) for f in doc["input"]["files"])),
+        output=OutputContract(
+            file=out["file"],
+            format=out["format"],
+            max_results_per_topic=out["max_results_per_topic"],
+            patterns=dict(out["patterns"]),
+            max_answer_chars=out.get("max_answer_chars"),
+            file_name_pattern=out.get("file_name_pattern"),
+        ),
+        truth=TruthContract(
+            files=tuple(TruthFile(**f) for f in truth["files"]),
+            relevant_threshold=truth["relevant_threshold"],
+        ),
+        measures=tuple(MeasureSpec(**m) for m in doc["measures"]),
+        sandbox=SandboxLimits(**doc["sandbox"]),
+        sample=doc["sample"],
+        url=doc.get("url"),
+        topics=dict(doc.get("topics", {})),
+        source_path=path,
+        raw=doc,
+    )
+
+
+def task_files() -> Iterator[Path]:
+    yield from sorted(tasks_dir().glob("*.yml"))
+
+
+@cache
+def all_tasks() -> tuple[Task, ...]:
+    """Every task of the catalogue, in file-name order."""
+    return tuple(load_task_file(p) for p in task_files())
+
+
+def task_ids() -> list[str]:
+    return [p.stem for p in task_files()]
+
+
+def load_task(task_id: str) -> Task:
+    """The task with this id; unknown ids get the list of known ones."""
+    path = tasks_dir() / f"{task_id}.yml"
+    if not path.is_file() or task_id.startswith("_"):
+        known = ", ".join(task_ids())
+        raise UnknownTaskError(f"unknown task {task_id!r}", hint=f"known tasks: {known}")
+    return _load_cached(path)
+
+
+@cache
+def _load_cached(path: Path) -> Task:
+    return load_task_file(path)
