@@ -213,8 +213,13 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve(path: Path, chain: tuple[Path, ...] = ()) -> tuple[dict[str, Any], list[tuple[Path, dict[str, Any]]]]:
-    """Merged document plus the layers (most derived first) for error attribution."""
+def _resolve(
+    path: Path, root: Path, chain: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], list[tuple[Path, dict[str, Any]]]]:
+    """Merged document plus the layers (most derived first) for error attribution.
+
+    ``extends`` paths are relative to ``root``, the folder of the task files.
+    """
     if path in chain:
         cycle = " -> ".join(p.name for p in (*chain, path))
         raise SpecError(f"{chain[0]}: extends forms a cycle: {cycle}")
@@ -227,10 +232,10 @@ def _resolve(path: Path, chain: tuple[Path, ...] = ()) -> tuple[dict[str, Any], 
     merged: dict[str, Any] = {}
     layers: list[tuple[Path, dict[str, Any]]] = []
     for parent in parents:
-        parent_path = (tasks_dir() / parent).resolve()
+        parent_path = (root / parent).resolve()
         if not parent_path.is_file():
-            raise SpecError(f"{path}: extends: {parent!r} does not exist under {tasks_dir()}")
-        parent_doc, parent_layers = _resolve(parent_path, (*chain, path))
+            raise SpecError(f"{path}: extends: {parent!r} does not exist under {root}")
+        parent_doc, parent_layers = _resolve(parent_path, root, (*chain, path))
         merged = _merge(merged, parent_doc)
         layers = parent_layers + layers
     body = {k: v for k, v in own.items() if k != "extends"}
@@ -284,7 +289,7 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
 def load_task_file(path: Path) -> Task:
     """Load, merge and validate one spec file."""
     path = path.resolve()
-    doc, layers = _resolve(path)
+    doc, layers = _resolve(path, path.parent)
     _validate(path, doc, layers)
     out = doc["output"]
     truth = doc["truth"]

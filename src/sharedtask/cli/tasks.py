@@ -1,0 +1,132 @@
+"""``sharedtask tasks`` and ``sharedtask tasks show ID``: the task catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+
+from sharedtask.spec import Task, all_tasks, load_task
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "tasks",
+        help="list the shared tasks, or show one task's full contract",
+        description="List every task of the catalogue (tasks/*.yml), or show one task's contracts.",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    inner = parser.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
+    show = inner.add_parser("show", help="show one task's input/output/truth contracts, measures and limits")
+    show.add_argument("task_id", metavar="ID", help="task id, e.g. arqmath-3-task1")
+    show.add_argument("--json", action="store_true", help="print the merged spec as JSON")
+    show.set_defaults(func=_show)
+    parser.set_defaults(func=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    tasks = all_tasks()
+    if args.json:
+        print(json.dumps([_summary(t) for t in tasks], indent=2, ensure_ascii=False))
+        return 0
+    table = Table(title="sharedtask tasks", title_justify="left")
+    table.add_column("id", style="bold cyan", no_wrap=True)
+    table.add_column("title")
+    table.add_column("year", justify="right")
+    table.add_column("run format", no_wrap=True)
+    table.add_column("depth", justify="right")
+    table.add_column("primary measure")
+    for t in tasks:
+        table.add_row(t.id, t.title, str(t.year), t.output.format, str(t.output.max_results_per_topic), t.primary_measure.label)
+    console.print(table)
+    console.print(f"{len(tasks)} tasks. Details: [bold]sharedtask tasks show ID[/]")
+    return 0
+
+
+def _summary(t: Task) -> dict[str, object]:
+    return {
+        "id": t.id,
+        "title": t.title,
+        "lab": t.lab,
+        "year": t.year,
+        "edition": t.edition,
+        "run_format": t.output.format,
+        "primary_measure": t.primary_measure.key,
+    }
+
+
+def _show(args: argparse.Namespace) -> int:
+    task = load_task(args.task_id)
+    if args.json:
+        print(json.dumps(task.raw, indent=2, ensure_ascii=False))
+        return 0
+    console.print(render_task(task))
+    return 0
+
+
+def render_task(t: Task) -> Panel:
+    """The full contract of a task as one rich renderable."""
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("lab / edition", f"{t.lab} / {t.edition} ({t.year})")
+    facts.add_row("description", t.description)
+    if t.url:
+        facts.add_row("url", t.url)
+    if t.topics:
+        facts.add_row("topics", ", ".join(f"{k} {v}" for k, v in t.topics.items()))
+    facts.add_row("spec file", str(t.source_path))
+    facts.add_row("sample", f"{t.sample_dir} (sharedtask sample {t.id} DIR)")
+
+    inputs = Table(title="Input contract ($inputDataset)", title_justify="left", expand=True)
+    for col in ("path", "format", "role", "required", "description"):
+        inputs.add_column(col)
+    for f in t.input.files:
+        inputs.add_row(f.path, f.format, f.role, "yes" if f.required else "no", f.description)
+
+    out = t.output
+    output = Table.grid(padding=(0, 2))
+    output.add_column(style="bold")
+    output.add_column()
+    output.add_row("file", f"$outputDir/{out.file} (or {out.file}.gz)")
+    output.add_row("format", out.format)
+    output.add_row("max results per topic", str(out.max_results_per_topic))
+    for name, pattern in out.patterns.items():
+        output.add_row(f"{name} id pattern", pattern)
+    if out.max_answer_chars:
+        output.add_row("max answer length", f"{out.max_answer_chars} Unicode characters")
+    if out.file_name_pattern:
+        output.add_row("run file name", out.file_name_pattern)
+
+    truth = Table(title=f"Truth contract (relevant: rel >= {t.truth.relevant_threshold})", title_justify="left", expand=True)
+    for col in ("path", "format", "role", "scale", "description"):
+        truth.add_column(col)
+    for f in t.truth.files:
+        scale = "" if f.min_rel is None else f"{f.min_rel}..{f.max_rel}"
+        if f.labels:
+            scale += " (" + ", ".join(f"{k} {v}" for k, v in f.labels.items()) + ")"
+        truth.add_row(f.path, f.format, f.role, scale, f.description)
+
+    measures = Table(title="Measures", title_justify="left", expand=True)
+    for col in ("key", "label", "procedure", "official"):
+        measures.add_column(col)
+    for m in t.measures:
+        key = f"[bold]{m.key}[/] (primary)" if m is t.primary_measure else m.key
+        measures.add_row(key, m.label, m.procedure, "yes" if m.official else "variant")
+
+    s = t.sandbox
+    sandbox = Table.grid(padding=(0, 2))
+    sandbox.add_column(style="bold")
+    sandbox.add_column()
+    sandbox.add_row("sandbox defaults", f"memory {s.memory}, cpus {s.cpus:g}, timeout {s.timeout} s, pids {s.pids}, output <= {s.max_output}, no network")
+
+    return Panel(
+        Group(facts, "", inputs, "", Panel(output, title="Output contract", title_align="left"), "", truth, "", measures, "", sandbox),
+        title=f"[bold cyan]{t.id}[/]: {t.title}",
+        title_align="left",
+    )

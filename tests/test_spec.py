@@ -1,0 +1,134 @@
+"""Task specs: the catalogue loads, validates, and broken specs get one-line errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sharedtask.cli import main
+from sharedtask.errors import SpecError, UnknownTaskError
+from sharedtask.spec import all_tasks, load_task, load_task_file, tasks_dir
+
+EXPECTED_IDS = {
+    "arqmath-1-task1", "arqmath-1-task2", "arqmath-2-task1", "arqmath-2-task2",
+    "arqmath-3-task1", "arqmath-3-task2", "arqmath-3-task3",
+    "touche-2020-task1", "touche-2021-task1",
+}
+
+
+def test_catalogue_has_the_nine_tasks() -> None:
+    assert {t.id for t in all_tasks()} == EXPECTED_IDS
+
+
+def test_contracts_follow_the_reference() -> None:
+    # Values from shared/reference/tasks-and-formats.md, not from our YAML.
+    t1 = load_task("arqmath-3-task1")
+    assert t1.output.format == "arqmath-task1-run"
+    assert t1.output.max_results_per_topic == 1000
+    assert t1.truth.relevant_threshold == 2
+    assert t1.primary_measure.id == "ndcg_prime"
+    assert t1.output.pattern("topic").fullmatch("A.301")
+    assert not t1.output.pattern("topic").fullmatch("B.301")
+    t3 = load_task("arqmath-3-task3")
+    assert t3.output.max_answer_chars == 1200
+    assert t3.output.max_results_per_topic == 1
+    assert re.fullmatch(t3.output.file_name_pattern, "DPRL-task3-run1-auto-both-extract-P.tsv")
+    touche = load_task("touche-2021-task1")
+    assert touche.output.pattern("document").fullmatch("Sb38112c8-A443a9828")
+    assert not touche.output.pattern("document").fullmatch("Sb38112c8-A443a982")
+    assert {m.qrels_role for m in touche.measures} == {"relevance", "quality"}
+    assert touche.primary_measure.key == "ndcg5_official"
+    assert len({m.key for m in touche.measures}) == len(touche.measures)
+    assert load_task("touche-2020-task1").truth.file("relevance").min_rel == -2
+
+
+def test_bases_are_shared_not_copied() -> None:
+    # Nine tasks, but the contracts live once per lab/family.
+    a1, a3 = load_task("arqmath-1-task1"), load_task("arqmath-3-task1")
+    assert a1.input == a3.input and a1.output == a3.output and a1.measures == a3.measures
+    assert a1.year == 2020 and a3.year == 2022
+
+
+def test_unknown_task_lists_known_ones() -> None:
+    with pytest.raises(UnknownTaskError, match="known tasks: arqmath-1-task1"):
+        load_task("arqmath-4-task1")
+
+
+def _copy_tasks(tmp_path: Path) -> Path:
+    dest = tmp_path / "tasks"
+    shutil.copytree(tasks_dir(), dest, ignore=shutil.ignore_patterns("samples"))
+    return dest
+
+
+def test_broken_value_names_file_and_path(tmp_path: Path) -> None:
+    tasks = _copy_tasks(tmp_path)
+    spec = tasks / "touche-2020-task1.yml"
+    spec.write_text(spec.read_text().replace("year: 2020", "year: twenty"))
+    with pytest.raises(SpecError) as exc:
+        load_task_file(spec)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert str(spec) in msg and "year" in msg and "'twenty' is not of type 'integer'" in msg
+
+
+def test_broken_value_in_base_blames_the_base(tmp_path: Path) -> None:
+    tasks = _copy_tasks(tmp_path)
+    base = tasks / "_base" / "arqmath-task1.yml"
+    base.write_text(base.read_text().replace("max_results_per_topic: 1000", "max_results_per_topic: -5"))
+    with pytest.raises(SpecError) as exc:
+        load_task_file(tasks / "arqmath-2-task1.yml")
+    msg = str(exc.value)
+    assert str(base) in msg and "output.max_results_per_topic" in msg and "-5" in msg
+
+
+def test_missing_key_and_bad_enum(tmp_path: Path) -> None:
+    tasks = _copy_tasks(tmp_path)
+    spec = tasks / "arqmath-3-task3.yml"
+    spec.write_text(spec.read_text().replace("format: arqmath-task3-run", "format: csv"))
+    with pytest.raises(SpecError, match=r"output\.format: 'csv' is not one of"):
+        load_task_file(spec)
+    spec.write_text("id: arqmath-3-task3\n")
+    with pytest.raises(SpecError, match=r"\(top level\): 'title' is a required property"):
+        load_task_file(spec)
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    spec = tmp_path / "broken.yml"
+    spec.write_text("id: broken\ntitle: [unclosed\nlab: ARQMath\n")
+    with pytest.raises(SpecError, match=r"broken\.yml:\d+:\d+: invalid YAML"):
+        load_task_file(spec)
+
+
+def test_extends_cycle_and_missing_base(tmp_path: Path) -> None:
+    (tmp_path / "a.yml").write_text("extends: b.yml\n")
+    (tmp_path / "b.yml").write_text("extends: a.yml\n")
+    with pytest.raises(SpecError, match="cycle"):
+        load_task_file(tmp_path / "a.yml")
+    (tmp_path / "c.yml").write_text("extends: nowhere.yml\n")
+    with pytest.raises(SpecError, match="'nowhere.yml' does not exist"):
+        load_task_file(tmp_path / "c.yml")
+
+
+def test_id_must_match_file_name(tmp_path: Path) -> None:
+    tasks = _copy_tasks(tmp_path)
+    (tasks / "touche-2020-task1.yml").rename(tasks / "touche-2099-task1.yml")
+    with pytest.raises(SpecError, match="must equal the file name"):
+        load_task_file(tasks / "touche-2099-task1.yml")
+
+
+def test_cli_lists_and_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert all(task_id in out for task_id in EXPECTED_IDS)
+    assert main(["tasks", "show", "arqmath-3-task2"]) == 0
+    out = capsys.readouterr().out
+    assert "formulas/*.tsv" in out and "nDCG′" in out and "B\\.[0-9]+" in out
+
+
+def test_cli_unknown_task_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks", "show", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unknown task 'nope'") and "Traceback" not in err
