@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One command from a fresh clone to a working sharedtask (see README.md):
+#
+#   bash setup.sh            install, start Docker, build images, run the demo on the bundled samples
+#   bash setup.sh --test     install, start Docker, build images, run the whole test suite
+#   bash setup.sh --install  install and start Docker only
+#
+# Idempotent: every step is skipped when already done, and says so.
+# Extra arguments after --test go to pytest (e.g. `bash setup.sh --test -m "not docker"`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+MODE=demo
+case "${1:-}" in
+    --test) MODE=test; shift ;;
+    --install) MODE=install; shift ;;
+    --demo) MODE=demo; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+esac
+
+say() { printf '[sharedtask] %s\n' "$*"; }
+VENV="${SHAREDTASK_VENV:-.venv}"
+PY="${PYTHON:-python3}"
+
+# 1. Python environment -------------------------------------------------------
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || { echo "[sharedtask] ERROR: Python >= 3.11 is needed ($PY is $("$PY" --version 2>&1))" >&2; exit 1; }
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating the virtual environment $VENV"
+    "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.sharedtask-installed"
+WANT="$(sha256sum pyproject.toml | cut -c1-16)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
+    say "installing sharedtask and its test dependencies into $VENV (pip, a few minutes the first time)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+    echo "$WANT" > "$STAMP"
+else
+    say "sharedtask is installed in $VENV (pyproject.toml unchanged)"
+fi
+
+# 2. Docker daemon and base image --------------------------------------------
+say "checking Docker (daemon, base image)"
+if [ "$(id -u)" = 0 ]; then bash docker/setup.sh; else sudo bash docker/setup.sh; fi
+
+# 3. The job ------------------------------------------------------------------
+case "$MODE" in
+    install) say "done: activate with 'source $VENV/bin/activate', then run 'sharedtask --help'" ;;
+    test) say "running the test suite"; exec "$VENV/bin/python" -m pytest "$@" ;;
+    demo) say "running the demo on the bundled samples"; exec "$VENV/bin/sharedtask" demo "$@" ;;
+esac
