@@ -1,0 +1,126 @@
+"""Streaming readers and writers for every official ARQMath and Touché format.
+
+Readers take a path (``str`` or ``Path``; ``.gz`` is decompressed transparently),
+yield typed, immutable records (NamedTuples: cheap to build on hot paths) and raise
+:class:`sharedtask.errors.FormatError` naming file, line/column or record, what was
+expected and how to fix it. Identifiers (topics, posts, formulae, arguments) stay
+strings exactly as written, so runs, qrels and collections join without conversion.
+
+Registry for the input check (``sharedtask check-input``) and other generic callers::
+
+    from sharedtask.formats import READERS, count_records
+    records = READERS["argsme-json"](path)      # any spec format name -> iterable of records
+    n = count_records("arqmath-formula-tsv", "formulas/*.tsv")   # int; FormatError if malformed
+
+Keys of :data:`READERS` are the format names used in task specs: ``trec-run``,
+``trec-qrels``, ``arqmath-posts-xml``, ``arqmath-formula-tsv`` (a file, a directory
+or a glob), ``arqmath-topics-xml``, ``argsme-json`` (one file), ``touche-topics-xml``,
+``arqmath-task1-run``, ``arqmath-task2-run``, ``arqmath-task3-run``,
+``arqmath-answers-tsv``. :func:`count_topics` gives the number of distinct topics of
+run, qrels and topics files (None for other formats).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from sharedtask.errors import FormatError
+from sharedtask.formats._io import PathLike
+from sharedtask.formats.argsme import (
+    ARGSME_FILES,
+    Argument,
+    Premise,
+    argsme_files,
+    read_argsme,
+    read_argsme_dir,
+)
+from sharedtask.formats.arqmath import (
+    Answer,
+    AnswerText,
+    ArqmathTopic,
+    Question,
+    read_answers_tsv,
+    read_arqmath_topics,
+    read_posts,
+    split_tags,
+)
+from sharedtask.formats.formulas import (
+    V2_HEADER,
+    V3_HEADER,
+    FormulaRecord,
+    formula_files,
+    load_visual_ids,
+    read_formula_index,
+)
+from sharedtask.formats.html import formula_spans, html_to_text, strip_dollars
+from sharedtask.formats.touche import ToucheTopic, read_touche_topics
+from sharedtask.formats.trec import (
+    COLUMNS,
+    LAYOUTS,
+    Qrel,
+    RunReader,
+    RunRow,
+    detect_layout,
+    load_qrels_dict,
+    load_run_dict,
+    read_qrels,
+    read_run,
+    write_qrels,
+    write_run,
+)
+
+Reader = Callable[[PathLike], Iterable[Any]]
+
+#: Spec format name -> reader (path -> iterable of records).
+READERS: dict[str, Reader] = {
+    "trec-run": partial(read_run, layout="trec"),
+    "trec-qrels": read_qrels,
+    "arqmath-posts-xml": read_posts,
+    "arqmath-formula-tsv": read_formula_index,
+    "arqmath-topics-xml": read_arqmath_topics,
+    "argsme-json": read_argsme,
+    "touche-topics-xml": read_touche_topics,
+    "arqmath-task1-run": partial(read_run, layout="arqmath-task1"),
+    "arqmath-task2-run": partial(read_run, layout="arqmath-task2"),
+    "arqmath-task3-run": partial(read_run, layout="arqmath-task3"),
+    "arqmath-answers-tsv": read_answers_tsv,
+}
+
+
+def reader_for(format_name: str) -> Reader:
+    """The reader of a spec format name; ValueError names the known formats."""
+    try:
+        return READERS[format_name]
+    except KeyError:
+        raise ValueError(f"unknown format {format_name!r}; known: {', '.join(sorted(READERS))}") from None
+
+
+def count_records(format_name: str, path: PathLike) -> int:
+    """Parse a whole file and count its records; raises FormatError on malformed input."""
+    n = 0
+    for _ in reader_for(format_name)(path):
+        n += 1
+    return n
+
+
+def count_topics(format_name: str, path: PathLike) -> int | None:
+    """Distinct topics of a run, qrels or topics file; None for corpus formats."""
+    if format_name in ("arqmath-topics-xml", "touche-topics-xml"):
+        return len({t.number for t in reader_for(format_name)(path)})
+    if format_name.endswith("-run") or format_name in ("trec-qrels", "arqmath-answers-tsv"):
+        return len({r.topic for r in reader_for(format_name)(path)})
+    reader_for(format_name)
+    return None
+
+
+__all__ = [
+    "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "V2_HEADER", "V3_HEADER",
+    "Answer", "AnswerText", "Argument", "ArqmathTopic", "FormatError", "FormulaRecord", "Premise",
+    "Qrel", "Question", "RunReader", "RunRow", "ToucheTopic",
+    "argsme_files", "count_records", "count_topics", "detect_layout", "formula_files", "formula_spans",
+    "html_to_text", "load_qrels_dict", "load_run_dict", "load_visual_ids", "read_answers_tsv",
+    "read_argsme", "read_argsme_dir", "read_arqmath_topics", "read_formula_index", "read_posts",
+    "read_qrels", "read_run", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
+]
