@@ -1,0 +1,60 @@
+"""``sharedtask check-input --task ID DIR``: does a dataset satisfy the input contract?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from sharedtask.inputcheck import InputReport, check_input
+from sharedtask.spec import load_task
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "check-input",
+        help="check that a dataset folder satisfies a task's input contract",
+        description=(
+            "Check that DIR (what $inputDataset will point to) holds every file of the task's input "
+            "contract and that each parses completely in its official format. "
+            "Exit code 0: valid, 1: invalid, 2: could not run."
+        ),
+    )
+    parser.add_argument("--task", required=True, metavar="ID", help="task id (see `sharedtask tasks`)")
+    parser.add_argument("directory", metavar="DIR", type=Path, help="the dataset folder")
+    parser.add_argument("--json", action="store_true", help="machine-readable report")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    task = load_task(args.task)
+    if args.json:
+        report = check_input(task, args.directory)
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        return 0 if report.valid else 1
+    with console.status("checking…") as status:
+        report = check_input(task, args.directory, on_file=lambda e, p: status.update(f"reading {p.name} ({e.format})"))
+    render(report)
+    return 0 if report.valid else 1
+
+
+def render(report: InputReport) -> None:
+    table = Table(title=f"{report.task.id}: input contract of {report.directory}", title_justify="left")
+    for col, justify in (("path", "left"), ("format", "left"), ("files", "right"), ("records", "right"),
+                         ("size", "right"), ("status", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    style = {"ok": "green", "optional-missing": "dim", "missing": "bold red", "invalid": "bold red"}
+    for c in report.checks:
+        status = f"[{style[c.status]}]{c.status}[/]" + (f": {c.message}" if c.message and c.status != "ok" else "")
+        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", f"{c.bytes / 1e6:,.1f} MB", status)
+    console.print(table)
+    console.print(f"topics: {len(report.topics)}")
+    for f in report.findings:
+        console.print(f"[bold red]{f.severity.value}[/] {f.code} {f.location}: {f.message}" + (f" [dim]({f.hint})[/]" if f.hint else ""), soft_wrap=True)
+    verdict = "[bold green]valid[/]" if report.valid else "[bold red]invalid[/]"
+    console.print(f"{report.task.id}: {verdict}")

@@ -1,0 +1,147 @@
+"""Does a dataset folder satisfy a task's input contract?
+
+Every contract entry must match its file(s); every matched file must parse with
+its official reader from start to end (a full streaming pass, so a truncated
+corpus is caught), and the topic ids must fit the task's topic pattern.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.findings import Finding, Severity
+from sharedtask.spec import InputFile, Task
+
+
+@dataclass
+class FileCheck:
+    """The verdict on one contract entry (one file or one glob)."""
+
+    entry: InputFile
+    files: list[Path] = field(default_factory=list)
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    status: str = "ok"  # ok | missing | optional-missing | invalid
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.entry.path,
+            "format": self.entry.format,
+            "role": self.entry.role,
+            "required": self.entry.required,
+            "files": [str(p) for p in self.files],
+            "records": self.records,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "status": self.status,
+            "message": self.message,
+        }
+
+
+@dataclass
+class InputReport:
+    task: Task
+    directory: Path
+    checks: list[FileCheck]
+    findings: list[Finding]
+    topics: list[str]
+
+    @property
+    def valid(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task.id,
+            "directory": str(self.directory),
+            "valid": self.valid,
+            "files": [c.to_json() for c in self.checks],
+            "topics": len(self.topics),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _topic_ids(fmt: str, path: Path) -> list[str]:
+    from sharedtask import formats
+
+    if fmt == "touche-topics-xml":
+        return [t.number for t in formats.read_touche_topics(path)]
+    return [t.number for t in formats.read_arqmath_topics(path)]
+
+
+def check_input(
+    task: Task,
+    directory: Path,
+    *,
+    on_file: Callable[[InputFile, Path], None] | None = None,
+) -> InputReport:
+    """Check ``directory`` against ``task.input``; ``on_file`` reports progress."""
+    from sharedtask import formats
+
+    if not directory.is_dir():
+        raise SharedTaskError(f"dataset folder not found: {directory}", hint="give the folder that $inputDataset will point to")
+    checks: list[FileCheck] = []
+    findings: list[Finding] = []
+    topics: list[str] = []
+    for entry in task.input.files:
+        check = FileCheck(entry, entry.matches(directory))
+        checks.append(check)
+        if not check.files:
+            if entry.required:
+                check.status = "missing"
+                check.message = f"no file matches {entry.path}"
+                findings.append(Finding(Severity.ERROR, "INPUT-MISSING", f"required {entry.format} file {entry.path} is missing",
+                                        path=str(directory / entry.path), hint=f"put the task's {entry.role} file at {entry.path} ({entry.description})"))
+            else:
+                check.status = "optional-missing"
+                check.message = "optional, not present"
+            continue
+        started = time.perf_counter()
+        for path in check.files:
+            if on_file:
+                on_file(entry, path)
+            check.bytes += path.stat().st_size
+            try:
+                check.records += formats.count_records(entry.format, path)
+                if entry.role == "topics":
+                    topics.extend(_topic_ids(entry.format, path))
+            except FormatError as exc:
+                check.status = "invalid"
+                check.message = exc.detail
+                loc = exc.location
+                findings.append(Finding(Severity.ERROR, "INPUT-FORMAT", exc.detail, path=loc.path, line=loc.line,
+                                        column=loc.column, hint=exc.hint))
+            except OSError as exc:
+                check.status = "invalid"
+                check.message = exc.strerror or str(exc)
+                findings.append(Finding(Severity.ERROR, "INPUT-UNREADABLE", f"cannot read: {check.message}", path=str(path)))
+        check.seconds = time.perf_counter() - started
+        if check.status == "ok" and check.records == 0:
+            check.status = "invalid"
+            check.message = "no records"
+            findings.append(Finding(Severity.ERROR, "INPUT-EMPTY", f"{entry.path} holds no records", path=str(check.files[0]),
+                                    hint="an empty file cannot be a valid dataset"))
+    findings += _topic_findings(task, directory, topics)
+    return InputReport(task, directory, checks, findings, topics)
+
+
+def _topic_findings(task: Task, directory: Path, topics: list[str]) -> list[Finding]:
+    entry = task.input.file("topics")
+    where = str(directory / entry.path) if entry else None
+    out: list[Finding] = []
+    pattern = task.output.pattern("topic")
+    bad = [t for t in topics if pattern and not pattern.fullmatch(t)]
+    if bad:
+        out.append(Finding(Severity.ERROR, "INPUT-TOPIC-ID", f"{len(bad)} topic id(s) do not match {pattern.pattern}: {', '.join(bad[:5])}",
+                           path=where, hint=f"is this the topics file of {task.id}?"))
+    seen: set[str] = set()
+    dupes = sorted({t for t in topics if t in seen or seen.add(t)})  # type: ignore[func-returns-value]
+    if dupes:
+        out.append(Finding(Severity.ERROR, "INPUT-TOPIC-DUPLICATE", f"duplicate topic id(s): {', '.join(dupes[:5])}", path=where))
+    return out

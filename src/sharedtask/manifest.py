@@ -1,0 +1,159 @@
+"""The manifest (``tira.yml``): which software runs on which task, built how.
+
+Baselines and organizers' submission lists share one shape (:class:`Software`),
+so the demo ranks baselines and submissions together. Checked against
+``tasks/manifest.schema.json`` on load; errors name the file and the path.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from sharedtask.errors import SharedTaskError, SpecError
+from sharedtask.resources import resource
+from sharedtask.spec import Task, task_ids
+
+
+@dataclass(frozen=True)
+class Software:
+    """A container that produces a run: a baseline, a submission, or the evaluator."""
+
+    name: str
+    image: str
+    kind: str  # "baseline" | "submission" | "evaluator"
+    build: Path | None = None
+    dockerfile: str | None = None
+    command: str | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+    tasks: tuple[str, ...] = ()
+    description: str = ""
+
+    def serves(self, task_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(task_id, pattern) for pattern in self.tasks)
+
+    def command_for(self, task_id: str) -> str | None:
+        """The command for this task (per-task override first); None = image entrypoint."""
+        return self.commands.get(task_id, self.command)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    input_dir: Path
+    truth_dir: Path | None
+    tira_dataset: str | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    baselines: tuple[Software, ...]
+    submissions: tuple[Software, ...]
+    evaluator: Software | None
+    datasets: dict[str, tuple[Dataset, ...]]
+
+    def software(self, name: str) -> Software:
+        for sw in (*self.baselines, *self.submissions):
+            if sw.name == name:
+                return sw
+        known = ", ".join(sw.name for sw in (*self.baselines, *self.submissions)) or "none"
+        raise SharedTaskError(f"{self.path}: no baseline or submission named {name!r}", hint=f"known: {known}")
+
+    def for_task(self, task_id: str) -> list[Software]:
+        return [sw for sw in (*self.baselines, *self.submissions) if sw.serves(task_id)]
+
+    def dataset(self, task: Task, name: str = "sample") -> Dataset:
+        for ds in self.datasets.get(task.id, ()):
+            if ds.name == name:
+                return ds
+        if name == "sample":
+            return Dataset("sample", task.sample_dir / "input", task.sample_dir / "truth")
+        raise SharedTaskError(f"task {task.id} has no dataset {name!r} in {self.path}")
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    with (resource("tasks") / "manifest.schema.json").open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh) or {}
+    except FileNotFoundError:
+        raise SharedTaskError(f"manifest not found: {path}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from None
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: len(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise SpecError(f"{path}: {where}: {err.message}")
+    return doc
+
+
+def _software(name: str, raw: dict[str, Any], kind: str, base: Path) -> Software:
+    build = raw.get("build")
+    return Software(
+        name=name,
+        image=raw["image"],
+        kind=kind,
+        build=(base / build).resolve() if build else None,
+        dockerfile=raw.get("dockerfile"),
+        command=raw.get("command"),
+        commands=dict(raw.get("commands", {})),
+        tasks=tuple(raw.get("tasks", ())),
+        description=raw.get("description", ""),
+    )
+
+
+def load_manifest(path: Path | None = None, *, extra: list[Path] | None = None) -> Manifest:
+    """Load ``tira.yml`` (default: the project's) plus optional submission lists."""
+    path = (path or resource("tira.yml")).resolve()
+    doc = _read(path)
+    base = path.parent
+    known = set(task_ids())
+    for section in ("baselines", "submissions"):
+        for name, raw in doc.get(section, {}).items():
+            for pattern in raw.get("tasks", ()):
+                if not fnmatch.filter(known, pattern):
+                    raise SpecError(f"{path}: {section}.{name}.tasks: {pattern!r} matches no task")
+    baselines = [_software(n, r, "baseline", base) for n, r in doc.get("baselines", {}).items()]
+    submissions = [_software(n, r, "submission", base) for n, r in doc.get("submissions", {}).items()]
+    for extra_path in extra or []:
+        extra_path = extra_path.resolve()
+        extra_doc = _read(extra_path)
+        submissions += [
+            _software(n, r, "submission", extra_path.parent) for n, r in extra_doc.get("submissions", {}).items()
+        ]
+    names = [s.name for s in (*baselines, *submissions)]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SpecError(f"{path}: software names must be unique: {', '.join(dupes)}")
+    datasets: dict[str, tuple[Dataset, ...]] = {}
+    for task_id, entry in doc.get("tasks", {}).items():
+        if task_id not in known:
+            raise SpecError(f"{path}: tasks.{task_id}: no such task")
+        datasets[task_id] = tuple(
+            Dataset(
+                name=ds_name,
+                input_dir=(base / ds["input"]).resolve(),
+                truth_dir=(base / ds["truth"]).resolve() if ds.get("truth") else None,
+                tira_dataset=ds.get("tira_dataset"),
+            )
+            for ds_name, ds in (entry.get("datasets") or {}).items()
+        )
+    evaluator = _software("evaluator", doc["evaluator"], "evaluator", base) if "evaluator" in doc else None
+    return Manifest(path, tuple(baselines), tuple(submissions), evaluator, datasets)
