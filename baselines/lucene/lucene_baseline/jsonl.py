@@ -1,0 +1,54 @@
+"""Anserini JsonCollection files: ``{"id": ..., "contents": ...}`` per line, in shards.
+
+IndexCollection gives each input file to one thread, so the documents are spread
+round-robin over one shard per indexing thread; a single file would index on one
+core only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+_dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+
+
+class ShardedJsonl:
+    """Writes documents round-robin into ``dir/docs-NN.jsonl``; counts them."""
+
+    def __init__(self, directory: Path, shards: int) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self._files: list[IO[str]] = [
+            open(directory / f"docs-{i:02d}.jsonl", "w", encoding="utf-8", buffering=1 << 20)
+            for i in range(max(1, shards))
+        ]
+        self.count = 0
+
+    def write(self, doc_id: str, contents: str) -> None:
+        self._files[self.count % len(self._files)].write(
+            _dumps({"id": doc_id, "contents": contents}) + "\n")
+        self.count += 1
+
+    def close(self) -> None:
+        for handle in self._files:
+            handle.close()
+
+    def __enter__(self) -> ShardedJsonl:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def clean_query(text: str, max_words: int = 600) -> str:
+    """A query for Anserini's TsvString reader: one line, no tabs, bounded length.
+
+    Why the bound: the bag-of-words query has one Lucene clause per distinct term
+    and Lucene refuses more than 1,024 clauses (IndexSearcher.maxClauseCount).
+    """
+    words = text.split()
+    return " ".join(words[:max_words])
