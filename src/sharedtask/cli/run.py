@@ -1,0 +1,94 @@
+"""``sharedtask run``: run a submission image on a task's dataset, sandboxed, the TIRA way.
+
+Exit code: 0 when the container succeeded and its output is not invalid, 1 when
+it failed, hit a limit or produced an invalid run, 2 when it could not be run,
+130 after Ctrl-C (the container is stopped and removed, the record written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+from sharedtask.sandbox.runner import INTERRUPTED
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="run a submission image on a task's dataset in the sandbox",
+        description=(
+            "Run IMAGE like TIRA does: the dataset read-only at $inputDataset (/tira-data/input), "
+            "an empty $outputDir (/tira-data/output), COMMAND through `sh -c` with $inputDataset, "
+            "$outputDir and $inputRun substituted (no COMMAND: the image's ENTRYPOINT/CMD). "
+            "Sandboxed by default: no network, all capabilities dropped, no-new-privileges, "
+            "memory/CPU/pids limits, wall-clock timeout, output size limit (defaults: the task's spec). "
+            "Writes run-record.json, ir-metadata.yml and the logs next to the output directory."
+        ),
+    )
+    parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. touche-2020-task1")
+    parser.add_argument("--image", required=True, help="a local docker image (never pulled)")
+    parser.add_argument("--command", help="shell command run via `sh -c` (default: the image ENTRYPOINT/CMD)")
+    parser.add_argument("--input", metavar="DATASET_DIR", help="input dataset (default: the task's sample)")
+    parser.add_argument("--input-run", metavar="DIR", help="output of a previous stage, read-only at $inputRun")
+    parser.add_argument("--output", metavar="DIR",
+                        help="output directory, must be empty (default: sharedtask-runs/<task>/<image>-<time>/output)")
+    parser.add_argument("--record-dir", metavar="DIR", help="where the record and logs go (default: parent of --output)")
+    parser.add_argument("--timeout", metavar="S", help="wall-clock limit: seconds or 90s/15m/2h (default: task spec)")
+    parser.add_argument("--memory", metavar="M", help="memory limit, no swap: e.g. 2g, 512m (default: task spec)")
+    parser.add_argument("--cpus", type=float, metavar="N", help="CPU cores, may be fractional (default: task spec)")
+    parser.add_argument("--pids", type=int, metavar="N", help="process/thread limit (default: task spec)")
+    parser.add_argument("--max-output", metavar="SIZE", help="output size limit, e.g. 1g (default: task spec)")
+    net = parser.add_mutually_exclusive_group()
+    net.add_argument("--allow-network", action="store_true",
+                     help="join docker's default bridge network (TIRA runs have no network)")
+    net.add_argument("--network", metavar="NAME", help="join this docker network (implies network access)")
+    parser.add_argument("--user", default="me", metavar="UID[:GID]",
+                        help="container user: 'me' (default, your uid:gid, so output files are yours), "
+                             "'image' (the image's USER, like TIRA: files usually end up root-owned), or UID[:GID]")
+    parser.add_argument("--read-only-root", action="store_true",
+                        help="also make the image's root file system read-only (stricter than TIRA)")
+    parser.add_argument("--dataset-id", help="value of TIRA_DATASET_ID (default: the dataset folder's name)")
+    parser.add_argument("--no-validate", action="store_true", help="skip validating the run file")
+    parser.add_argument("--json", action="store_true", help="print the run record as JSON, no live display")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sharedtask.sandbox import run
+    from sharedtask.sandbox.reporting import LiveObserver, render_json, summary
+
+    network = args.network or ("bridge" if args.allow_network else None)
+    observer = None if args.json else LiveObserver(err_console)
+    outcome = run(
+        args.task,
+        args.image,
+        command=args.command,
+        input_dir=args.input,
+        input_run=args.input_run,
+        output_dir=args.output,
+        record_dir=args.record_dir,
+        timeout=args.timeout,
+        memory=args.memory,
+        cpus=args.cpus,
+        pids=args.pids,
+        max_output=args.max_output,
+        network=network,
+        user=args.user,
+        read_only_root=args.read_only_root,
+        dataset_id=args.dataset_id,
+        validate=not args.no_validate,
+        observer=observer,
+    )
+    if args.json:
+        print(json.dumps(render_json(outcome), indent=2, ensure_ascii=False))
+    else:
+        console.print(summary(outcome))
+    if outcome.result.status == INTERRUPTED:
+        return 130
+    return 0 if outcome.ok else 1

@@ -1,0 +1,186 @@
+"""The sandbox as one call: task defaults → run → validate → run record.
+
+    from sharedtask.sandbox import run
+    outcome = run("touche-2020-task1", "my/image:1", command="python /app/run.py $inputDataset $outputDir")
+    outcome.ok, outcome.result.status, outcome.record_path
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox.policy import Limits, Policy, parse_user
+from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
+from sharedtask.sandbox.runner import RunObserver, RunRequest, RunResult, docker_client, run_container
+
+DEFAULT_RUNS_DIR = Path("sharedtask-runs")
+RUN_FILES = ("run.txt", "run.txt.gz")
+
+
+@dataclass
+class SandboxRun:
+    """A finished run with its validation verdict and record."""
+
+    request: RunRequest
+    result: RunResult
+    validation: dict[str, Any]
+    record: dict[str, Any]
+    record_path: Path
+
+    @property
+    def ok(self) -> bool:
+        """The container succeeded and its output is not known to be invalid."""
+        return self.result.ok and self.validation.get("status") != "invalid"
+
+
+def image_slug(image: str) -> str:
+    """A file-name-safe form of an image reference: ``ghcr.io/a/b:1`` → ``ghcr.io-a-b-1``."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", image).strip("-.")
+    return slug[:80] or "image"
+
+
+def new_run_dir(task_id: str, image: str, base: Path = DEFAULT_RUNS_DIR) -> Path:
+    """``<base>/<task>/<image-slug>-<UTC timestamp>[-n]``, created, never reused."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    parent = base / task_id
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = parent / (f"{image_slug(image)}-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise SharedTaskError(f"cannot create a new run directory under {parent}")
+
+
+def dataset_id_of(input_dir: Path) -> str:
+    """TIRA_DATASET_ID for a folder: samples are ``<sample>/input``, so take the parent's name."""
+    resolved = input_dir.resolve()
+    return resolved.parent.name if resolved.name == "input" else resolved.name
+
+
+def find_run_file(output_dir: Path) -> Path | None:
+    for name in RUN_FILES:
+        if (output_dir / name).is_file():
+            return output_dir / name
+    return None
+
+
+def validate_output(output_dir: Path, task: Any, input_dir: Path | None) -> dict[str, Any]:
+    """The validator's verdict on the run file, or why there is none.
+
+    The validator lives in :mod:`sharedtask.validate` (its own issue); it is
+    imported lazily and guarded so that the sandbox works without it.
+    """
+    try:
+        from sharedtask.validate import validate  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - ImportError or a half-built module
+        return {"status": "not available", "reason": f"validator not importable ({exc.__class__.__name__})"}
+    run_file = find_run_file(output_dir)
+    if run_file is None:
+        return {"status": "no run file", "reason": f"no {' or '.join(RUN_FILES)} in {output_dir}"}
+    try:
+        verdict = validate(run_file, task, topics=None, input_dir=input_dir)
+    except SharedTaskError as exc:
+        return {"status": "error", "run_file": str(run_file), "reason": str(exc)}
+    report: Any = verdict.to_json() if hasattr(verdict, "to_json") else None
+    return {"status": "valid" if verdict.valid else "invalid", "run_file": str(run_file), "report": report}
+
+
+@cache
+def _docker_version() -> str | None:
+    try:
+        return str(docker_client().version().get("Version"))
+    except Exception:  # noqa: BLE001 - provenance is best effort
+        return None
+
+
+def run(
+    task: Any,
+    image: str,
+    *,
+    command: str | None = None,
+    input_dir: Path | str | None = None,
+    input_run: Path | str | None = None,
+    output_dir: Path | str | None = None,
+    record_dir: Path | str | None = None,
+    runs_dir: Path | str = DEFAULT_RUNS_DIR,
+    timeout: str | float | None = None,
+    memory: str | int | None = None,
+    cpus: float | None = None,
+    pids: int | None = None,
+    max_output: str | int | None = None,
+    network: str | None = None,
+    user: str | None = "me",
+    read_only_root: bool = False,
+    dataset_id: str | None = None,
+    validate: bool = True,
+    observer: RunObserver | None = None,
+) -> SandboxRun:
+    """Run ``image`` on a task's dataset in the sandbox and write the run record.
+
+    ``task`` is a task id or a loaded :class:`sharedtask.spec.Task`; its
+    ``sandbox`` limits are the defaults that the keyword arguments override.
+    ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
+    the name of a docker network. ``user="me"`` runs as the invoking uid:gid so
+    output files are yours; ``user="image"`` keeps the image's USER like TIRA
+    (output then usually belongs to root). Without ``input_dir`` the task's
+    sample dataset is used; without ``output_dir`` a fresh
+    ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
+    ``record_dir`` (default: the parent of the output directory).
+    """
+    if isinstance(task, str):
+        from sharedtask.spec import load_task
+
+        task = load_task(task)
+    limits = Limits.from_spec(task.sandbox).with_overrides(
+        memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output
+    )
+    policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root)
+
+    if input_dir is None:
+        input_path = task.sample_dir / "input"
+        if not input_path.is_dir():
+            raise SharedTaskError(
+                f"task {task.id} has no sample dataset at {input_path} yet",
+                hint="pass --input DATASET_DIR",
+            )
+    else:
+        input_path = Path(input_dir)
+        if not input_path.is_dir():
+            raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    run_path = Path(input_run) if input_run is not None else None
+    if output_dir is None:
+        out_path = new_run_dir(task.id, image, Path(runs_dir)) / "output"
+    else:
+        out_path = Path(output_dir)
+    rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
+
+    request = RunRequest(
+        image=image,
+        input_dir=input_path,
+        output_dir=out_path,
+        log_dir=rec_dir,
+        policy=policy,
+        command=command,
+        input_run=run_path,
+        dataset_id=dataset_id or dataset_id_of(input_path),
+        labels={"sharedtask.task": task.id},
+    )
+    result = run_container(request, observer)
+    if validate:
+        validation = validate_output(out_path, task, input_path)
+    else:
+        validation = {"status": "skipped"}
+    record = build_record(request, result, task_id=task.id, validation=validation)
+    metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
+                                 docker_version=_docker_version())
+    record_path = write_record(rec_dir, record, metadata)
+    return SandboxRun(request, result, validation, record, record_path)

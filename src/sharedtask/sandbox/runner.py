@@ -1,0 +1,443 @@
+"""Run one container under the TIRA contract and a sandbox policy, and say how it ended.
+
+This module only executes: it mounts, starts, watches (time, memory, output
+size, logs), kills when a limit is hit, always removes the container, and
+returns a :class:`RunResult`. Choosing defaults from a task, validating the
+output and writing the run record happen in :mod:`sharedtask.sandbox.api`.
+
+The contract is TIRA's (reference/tasks-and-formats.md, "The TIRA execution
+contract"); the mounts, variables and ``$var`` substitution mirror what
+``tira-run`` does (tira 0.0.207, ``tira/local_execution_integration.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox.policy import (
+    INPUT_MOUNT,
+    INPUT_RUN_MOUNT,
+    OUTPUT_MOUNT,
+    Policy,
+    format_size,
+)
+from sharedtask.sandbox.probes import MemoryProbe, directory_size
+
+# Statuses of a finished run (the run record's "status").
+SUCCESS, FAILED, TIMEOUT, OOM, OUTPUT_LIMIT, INTERRUPTED = (
+    "success", "failed", "timeout", "oom", "output-limit", "interrupted",
+)
+SAMPLE_INTERVAL = 0.25  # s between memory samples / UI ticks
+OUTPUT_CHECK_INTERVAL = 1.0  # s between walks of $outputDir
+LOG_FILE_CAP = 64 * 1024**2  # bytes kept per stream on disk
+TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run, where, and under which policy."""
+
+    image: str
+    input_dir: Path
+    output_dir: Path
+    log_dir: Path
+    policy: Policy
+    command: str | None = None  # None: the image's ENTRYPOINT/CMD
+    input_run: Path | None = None
+    dataset_id: str = "unknown"
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshot:
+    """Live state for progress displays."""
+
+    elapsed: float
+    timeout: float
+    memory_current: int | None
+    memory_peak: int | None
+    memory_limit: int
+    output_bytes: int
+    output_limit: int
+
+
+@dataclass
+class RunResult:
+    status: str
+    message: str
+    exit_code: int | None
+    started_at: str
+    ended_at: str
+    wall_seconds: float
+    image: str
+    image_id: str
+    repo_digests: list[str]
+    container_command: list[str] | None
+    container_entrypoint: list[str] | None
+    command: str | None
+    environment: dict[str, str]
+    mounts: dict[str, dict[str, str]]
+    oom_killed: bool
+    peak_memory: int | None
+    peak_memory_source: str
+    output_bytes: int
+    stdout_path: Path
+    stderr_path: Path
+    log_tail: list[str]
+    log_truncated: bool
+    container_options: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == SUCCESS
+
+
+class RunObserver(Protocol):
+    """Receives live events; implementations must be fast (called from the run loop/threads)."""
+
+    def started(self, request: RunRequest, container_id: str) -> None: ...
+    def log(self, stream: str, line: str) -> None: ...
+    def tick(self, snapshot: Snapshot) -> None: ...
+    def finished(self, result: RunResult) -> None: ...
+
+
+_CLIENT: Any = None
+
+
+def docker_client() -> Any:
+    """One docker SDK client per process, without a read timeout.
+
+    Log streams and ``wait`` block for as long as the container runs; the SDK's
+    default 60 s read timeout would cut them off for quiet containers.
+    """
+    global _CLIENT
+    if _CLIENT is None:
+        import docker
+
+        try:
+            client = docker.from_env(timeout=None)
+            client.ping()
+        except Exception as exc:  # noqa: BLE001 - any failure means "no daemon"
+            raise SharedTaskError(
+                f"cannot reach the Docker daemon ({exc.__class__.__name__})",
+                hint="run `sharedtask docker-doctor --fix` (or docker/setup.sh as root)",
+            ) from None
+        _CLIENT = client
+    return _CLIENT
+
+
+def substitute(command: str, has_input_run: bool) -> str:
+    """Replace ``$inputDataset``/``$outputDir``/``$inputRun`` (and ``${...}``) like tira-run."""
+    mapping = {"inputDataset": INPUT_MOUNT, "outputDir": OUTPUT_MOUNT}
+    if has_input_run:
+        mapping["inputRun"] = INPUT_RUN_MOUNT
+    for name, value in mapping.items():
+        command = command.replace("${" + name + "}", value).replace("$" + name, value)
+    return command
+
+
+def contract_environment(dataset_id: str, has_input_run: bool) -> dict[str, str]:
+    """The variables TIRA sets (reference/tasks-and-formats.md)."""
+    env = {
+        "inputDataset": INPUT_MOUNT,
+        "outputDir": OUTPUT_MOUNT,
+        "TIRA_INPUT_DATASET": INPUT_MOUNT,
+        "TIRA_OUTPUT_DIR": OUTPUT_MOUNT,
+        "TIRA_DATASET_ID": dataset_id,
+    }
+    if has_input_run:
+        env["inputRun"] = INPUT_RUN_MOUNT
+    return env
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _prepare_output(output_dir: Path, user: str | None) -> None:
+    """The output directory must exist, be empty (TIRA) and be writable by the container user."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if any(output_dir.iterdir()):
+        raise SharedTaskError(
+            f"output directory {output_dir} is not empty",
+            hint="TIRA starts with an empty $outputDir: choose a new --output or remove it",
+        )
+    uid, _, gid = (user or "").partition(":")
+    if user is not None and int(uid) == os.getuid():
+        return
+    if user is not None and os.geteuid() == 0:
+        os.chown(output_dir, int(uid), int(gid or uid))
+    else:
+        # Unknown or foreign container user without CAP_DAC_OVERRIDE (all caps are
+        # dropped): only a world-writable directory lets it write.
+        output_dir.chmod(0o777)
+
+
+class _LogPump(threading.Thread):
+    """Copies one output stream of the container to a file and to the shared tail."""
+
+    def __init__(self, container: Any, stream: str, path: Path, tail: deque[str],
+                 observer: RunObserver | None) -> None:
+        super().__init__(name=f"sandbox-log-{stream}", daemon=True)
+        self.container, self.stream, self.path = container, stream, path
+        self.tail, self.observer = tail, observer
+        self.truncated = False
+        self.error: str | None = None
+
+    def run(self) -> None:
+        written = 0
+        pending = ""
+        try:
+            chunks = self.container.logs(
+                stdout=self.stream == "stdout", stderr=self.stream == "stderr", stream=True, follow=True
+            )
+            with self.path.open("wb") as fh:
+                for chunk in chunks:
+                    if written < LOG_FILE_CAP:
+                        part = chunk[: LOG_FILE_CAP - written]
+                        fh.write(part)
+                        written += len(part)
+                        if len(part) < len(chunk):
+                            self.truncated = True
+                    else:
+                        self.truncated = True
+                    pending += chunk.decode("utf-8", errors="replace")
+                    *lines, pending = pending.split("\n")
+                    for line in lines:
+                        self._emit(line)
+                    if len(pending) > 4096:  # a huge line without newline: show its start
+                        self._emit(pending[:4096])
+                        pending = ""
+                if pending:
+                    self._emit(pending)
+        except Exception as exc:  # noqa: BLE001 - a broken log stream must not break the run
+            self.error = f"{exc.__class__.__name__}: {exc}"
+
+    def _emit(self, line: str) -> None:
+        line = line.rstrip("\r")
+        prefix = "" if self.stream == "stdout" else "[stderr] "
+        self.tail.append(prefix + line)
+        if self.observer is not None:
+            self.observer.log(self.stream, line)
+
+
+class _Waiter(threading.Thread):
+    """Blocks on the container's exit so the main loop can keep ticking."""
+
+    def __init__(self, container: Any) -> None:
+        super().__init__(name="sandbox-wait", daemon=True)
+        self.container = container
+        self.done = threading.Event()
+        self.status_code: int | None = None
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            self.status_code = int(self.container.wait()["StatusCode"])
+        except Exception as exc:  # noqa: BLE001 - e.g. container removed under us
+            self.error = f"{exc.__class__.__name__}: {exc}"
+        finally:
+            self.done.set()
+
+
+def _container_spec(request: RunRequest) -> dict[str, Any]:
+    has_run = request.input_run is not None
+    env = contract_environment(request.dataset_id, has_run)
+    user = request.policy.user
+    if user is not None and user.split(":")[0] != "0":
+        # A uid the image does not know gets HOME=/ (not writable): caches go to /tmp.
+        env["HOME"] = "/tmp"
+    mounts = {
+        str(request.input_dir.resolve()): {"bind": INPUT_MOUNT, "mode": "ro"},
+        str(request.output_dir.resolve()): {"bind": OUTPUT_MOUNT, "mode": "rw"},
+    }
+    if has_run:
+        assert request.input_run is not None
+        mounts[str(request.input_run.resolve())] = {"bind": INPUT_RUN_MOUNT, "mode": "ro"}
+    spec: dict[str, Any] = {
+        "environment": env,
+        "volumes": mounts,
+        "labels": {"sharedtask.sandbox": "1", **request.labels},
+        **request.policy.container_options(),
+    }
+    if request.command is not None:
+        # TIRA: `sh -c "<command>"` after substitution; the image needs /bin/sh.
+        spec["entrypoint"] = ["sh", "-c"]
+        spec["command"] = [substitute(request.command, has_run)]
+    return spec
+
+
+def run_container(request: RunRequest, observer: RunObserver | None = None) -> RunResult:
+    """Run ``request`` to completion (or until a limit is hit) and return what happened.
+
+    Raises :class:`SharedTaskError` for problems the user can fix before anything
+    ran (no daemon, unknown image, non-empty output). Ctrl-C stops and removes
+    the container and returns a result with status ``interrupted`` after
+    re-raising is left to the caller (``result.status == "interrupted"``).
+    """
+    import docker
+
+    client = docker_client()
+    if not request.input_dir.is_dir():
+        raise SharedTaskError(f"input directory {request.input_dir} does not exist")
+    if request.input_run is not None and not request.input_run.is_dir():
+        raise SharedTaskError(f"input run directory {request.input_run} does not exist")
+    try:
+        image = client.images.get(request.image)
+    except docker.errors.ImageNotFound:
+        raise SharedTaskError(
+            f"image {request.image} is not available locally",
+            hint="build or `docker pull` it first: sharedtask run never pulls (runs must be reproducible offline)",
+        ) from None
+    _prepare_output(request.output_dir, request.policy.user)
+    request.log_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path = request.log_dir / "stdout.log"
+    stderr_path = request.log_dir / "stderr.log"
+    spec = _container_spec(request)
+    limits = request.policy.limits
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+
+    started_at = _now()
+    t0 = time.monotonic()
+    container = client.containers.create(image.id, detach=True, **spec)
+    status: str | None = None
+    message = ""
+    exit_code: int | None = None
+    oom_killed = False
+    memory = MemoryProbe(None, None, SAMPLE_INTERVAL)
+    output_bytes = 0
+    pumps: list[_LogPump] = []
+    try:
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            status, message = FAILED, f"container did not start: {exc.explanation or exc}"
+        if status is None:
+            if observer is not None:
+                observer.started(request, container.id)
+            container.reload()
+            pid = container.attrs.get("State", {}).get("Pid") or None
+            memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True), SAMPLE_INTERVAL)
+            memory.sample()
+            pumps = [
+                _LogPump(container, "stdout", stdout_path, tail, observer),
+                _LogPump(container, "stderr", stderr_path, tail, observer),
+            ]
+            waiter = _Waiter(container)
+            for thread in (*pumps, waiter):
+                thread.start()
+            next_output_check = 0.0
+            try:
+                while not waiter.done.wait(SAMPLE_INTERVAL):
+                    elapsed = time.monotonic() - t0
+                    memory.sample()
+                    if elapsed >= next_output_check:
+                        output_bytes = directory_size(request.output_dir, limits.max_output)
+                        next_output_check = elapsed + OUTPUT_CHECK_INTERVAL
+                    if output_bytes > limits.max_output:
+                        status = OUTPUT_LIMIT
+                        message = f"killed: output exceeded {format_size(limits.max_output)}"
+                    elif elapsed > limits.timeout:
+                        status = TIMEOUT
+                        message = f"timed out after {limits.timeout:g} s"
+                    if status is not None:
+                        _kill(container)
+                        waiter.done.wait(30)
+                        break
+                    if observer is not None:
+                        observer.tick(Snapshot(elapsed, limits.timeout, memory.current, memory.peak,
+                                               limits.memory, output_bytes, limits.max_output))
+            except KeyboardInterrupt:
+                _kill(container)
+                status, message = INTERRUPTED, "stopped by the user (Ctrl-C)"
+            for pump in pumps:
+                pump.join(timeout=10)
+            state = _inspect_state(container)
+            oom_killed = bool(state.get("OOMKilled"))
+            exit_code = waiter.status_code if waiter.status_code is not None else state.get("ExitCode")
+    finally:
+        _remove(container)
+    wall = time.monotonic() - t0
+    ended_at = _now()
+    output_bytes = directory_size(request.output_dir)
+    if status is None:
+        status, message = _classify(exit_code, oom_killed, output_bytes, limits.memory, limits.max_output)
+    for path in (stdout_path, stderr_path):
+        path.touch(exist_ok=True)
+    result = RunResult(
+        status=status,
+        message=message,
+        exit_code=exit_code,
+        started_at=started_at,
+        ended_at=ended_at,
+        wall_seconds=round(wall, 3),
+        image=request.image,
+        image_id=image.id,
+        repo_digests=list(image.attrs.get("RepoDigests") or []),
+        container_command=spec.get("command") or image.attrs.get("Config", {}).get("Cmd"),
+        container_entrypoint=spec.get("entrypoint") or image.attrs.get("Config", {}).get("Entrypoint"),
+        command=request.command,
+        environment=dict(spec["environment"]),
+        mounts=dict(spec["volumes"]),
+        oom_killed=oom_killed,
+        peak_memory=memory.peak,
+        peak_memory_source=memory.source,
+        output_bytes=output_bytes,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+        log_tail=list(tail),
+        log_truncated=any(p.truncated for p in pumps),
+        container_options={k: v for k, v in spec.items() if k not in ("environment", "volumes", "labels")},
+    )
+    if observer is not None:
+        observer.finished(result)
+    return result
+
+
+def _classify(exit_code: int | None, oom_killed: bool, output_bytes: int,
+              memory_limit: int, output_limit: int) -> tuple[str, str]:
+    """Status and plain-words message of a container that ended by itself."""
+    if oom_killed and exit_code != 0:
+        return OOM, f"killed: out of memory at {format_size(memory_limit)}"
+    if output_bytes > output_limit:
+        return OUTPUT_LIMIT, (
+            f"output is {format_size(output_bytes)}, more than the limit of {format_size(output_limit)}"
+        )
+    if exit_code == 0:
+        note = " (a process inside ran out of memory, but the command still succeeded)" if oom_killed else ""
+        return SUCCESS, f"exited with code 0{note}"
+    if exit_code is None:
+        return FAILED, "the exit code could not be read"
+    if exit_code == 137:
+        return FAILED, "killed by SIGKILL (exit code 137), not by a sandbox limit"
+    return FAILED, f"exited with code {exit_code}"
+
+
+def _kill(container: Any) -> None:
+    try:
+        container.kill()
+    except Exception:  # noqa: BLE001 - it may have exited in the meantime
+        pass
+
+
+def _inspect_state(container: Any) -> dict[str, Any]:
+    try:
+        container.reload()
+        return dict(container.attrs.get("State", {}))
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def _remove(container: Any) -> None:
+    try:
+        container.remove(force=True, v=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
