@@ -1,0 +1,178 @@
+"""``sharedtask evaluate``: official measures for one run, a leaderboard for several.
+
+    sharedtask evaluate RUN... --task ID [--qrels FILE] [--truth DIR] [--input DATASET_DIR]
+                        [--per-topic] [--json | --prototext | --csv] [--measures KEY ...]
+                        [--significance {ttest,permutation}]
+    sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from sharedtask.errors import SharedTaskError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score runs with the task's official measures (several runs: a leaderboard)",
+        description="Score runs with the official measures of a task (reference/evaluation.md). "
+                    "Several runs give a leaderboard sorted by the primary measure.",
+    )
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run file(s)")
+    p.add_argument("--task", required=True, help="task id, e.g. arqmath-3-task1 (see `sharedtask tasks`)")
+    p.add_argument("--qrels", type=Path, help="relevance qrels (overrides the one in --truth)")
+    p.add_argument("--truth", type=Path, help="truth folder: qrels, quality qrels, answers.tsv, formulas/")
+    p.add_argument("--input", type=Path, dest="input_dir", help="dataset folder (Task 2: the formula index)")
+    p.add_argument("--measures", nargs="+", metavar="KEY", help="only these measures (keys or ids)")
+    p.add_argument("--per-topic", action="store_true", help="also show per-topic values")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="JSON on stdout")
+    out.add_argument("--prototext", action="store_true", help="TIRA evaluation.prototext on stdout (one run)")
+    out.add_argument("--csv", action="store_true", help="CSV on stdout (leaderboard / scores)")
+    p.add_argument("--significance", nargs="?", const="ttest", choices=("ttest", "permutation"),
+                   help="paired test of each run against the best run (default: ttest)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    tira = p.add_argument_group("TIRA evaluator mode")
+    tira.add_argument("--tira", action="store_true",
+                      help="read $inputRun and $inputDataset, write $outputDir/evaluation.prototext")
+    tira.add_argument("--input-run", type=Path, help="run directory (default $inputRun)")
+    tira.add_argument("--input-dataset", type=Path, help="truth directory (default $inputDataset)")
+    tira.add_argument("--output-dir", type=Path, help="output directory (default $outputDir)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sharedtask.evaluate import evaluate, leaderboard
+    from sharedtask.evaluate.prototext import to_prototext
+    from sharedtask.spec import load_task
+
+    task = load_task(args.task)
+    console = Console(highlight=False, soft_wrap=False)
+    if args.tira:
+        from sharedtask.evaluate.tira import evaluate_tira
+
+        if args.runs:
+            raise SharedTaskError("--tira reads $inputRun; do not give RUN files")
+        result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output_dir)
+        Console(stderr=True, highlight=False).print(f"wrote {path}")
+        sys.stdout.write(to_prototext(result))
+        return 0
+    if not args.runs:
+        raise SharedTaskError("no run given", hint="sharedtask evaluate RUN... --task ID --qrels FILE")
+    per_topic = args.per_topic or bool(args.significance)
+    results = {}
+    for path in args.runs:
+        name = _unique(path, results)
+        results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=args.truth, input_dir=args.input_dir,
+                                 measures=args.measures, per_topic=per_topic, run_name=name)
+    if len(results) == 1 and not args.significance:
+        (result,) = results.values()
+        if args.json:
+            print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        elif args.prototext:
+            sys.stdout.write(to_prototext(result))
+        elif args.csv:
+            _single_csv(result, args.per_topic)
+        else:
+            _show_single(console, result, args.per_topic)
+        return 0
+    if args.prototext:
+        raise SharedTaskError("--prototext writes one run's evaluation; give a single run")
+    board = leaderboard(results, task, test=args.significance, alpha=args.alpha)
+    if args.json:
+        data = board.to_json()
+        data["results"] = {n: r.to_json() for n, r in results.items()}
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    elif args.csv:
+        sys.stdout.write(board.to_csv())
+    else:
+        console.print(board.table())
+        for name, result in results.items():
+            for note in result.notes:
+                console.print(f"[dim]{name}: {note}[/]")
+        if args.per_topic:
+            for m in board.measures:
+                console.print(_per_topic_table(m.label, {n: r.per_topic.get(m.key, {}) for n, r in results.items()}))
+    return 0
+
+
+def _unique(path: Path, taken: dict) -> str:
+    name = path.name
+    if name in taken:
+        name = str(path)
+    return name
+
+
+def _fmt(v: float) -> str:
+    return "" if v is None or math.isnan(v) else f"{v:.4f}"
+
+
+def _show_single(console: Console, result, per_topic: bool) -> None:
+    table = Table(title=f"{result.run} on {result.task}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("topics", justify="right")
+    table.add_column("procedure")
+    for m in result.measures:
+        label = m.label + (" (primary)" if m.primary else "")
+        table.add_row(label, _fmt(result.scores[m.key]), str(result.topics_averaged.get(m.key, "")), m.procedure)
+    console.print(table)
+    for m in result.measures:
+        console.print(f"[dim]{m.key}: {m.averaging}[/]")
+    for note in result.notes:
+        console.print(f"note: {note}")
+    if per_topic:
+        topics = sorted({t for d in result.per_topic.values() for t in d}, key=_topic_key)
+        t = Table(title="per topic")
+        t.add_column("topic")
+        for m in result.measures:
+            t.add_column(m.label, justify="right")
+        for topic in topics:
+            t.add_row(topic, *[_fmt(result.per_topic[m.key].get(topic)) for m in result.measures])
+        console.print(t)
+
+
+def _per_topic_table(label: str, values: dict[str, dict[str, float]]) -> Table:
+    topics = sorted({t for d in values.values() for t in d}, key=_topic_key)
+    t = Table(title=f"per topic: {label}")
+    t.add_column("topic")
+    for name in values:
+        t.add_column(name, justify="right")
+    for topic in topics:
+        t.add_row(topic, *[_fmt(values[n].get(topic)) for n in values])
+    return t
+
+
+def _single_csv(result, per_topic: bool) -> None:
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    if per_topic:
+        writer.writerow(["topic"] + [m.key for m in result.measures])
+        topics = sorted({t for d in result.per_topic.values() for t in d}, key=_topic_key)
+        for topic in topics:
+            writer.writerow([topic] + [_csv(result.per_topic[m.key].get(topic)) for m in result.measures])
+        writer.writerow(["all"] + [_csv(result.scores[m.key]) for m in result.measures])
+    else:
+        writer.writerow(["measure", "value", "topics"])
+        for m in result.measures:
+            writer.writerow([m.key, _csv(result.scores[m.key]), result.topics_averaged.get(m.key, "")])
+
+
+def _csv(v: float | None) -> str:
+    return "" if v is None or math.isnan(v) else repr(v)
+
+
+def _topic_key(topic: str) -> tuple:
+    """Natural order: A.2 before A.10, 2 before 10."""
+    head, _, tail = topic.rpartition(".")
+    return (head, int(tail)) if tail.isdigit() else (topic, 0)

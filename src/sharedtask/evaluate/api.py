@@ -1,0 +1,299 @@
+"""``evaluate()``: score one run for one task with the task's declared measures.
+
+Which files: ``qrels`` (overrides the relevance qrels), ``truth_dir`` (the task's
+truth contract: qrels.tsv / qrels.txt, qrels-quality.txt, answers.tsv, formulas/*.tsv)
+and ``input_dir`` (the dataset: the formula index for Task 2). Which measures: the
+task spec's ``measures`` (their ``key``), optionally narrowed by ``measures=``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.evaluate import arqmath, readers, touche, trec
+from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
+
+Qrels = dict[str, dict[str, int]]
+
+AVERAGING = {
+    "arqmath-prime": ("trec_eval 9.0.8 without -c on the prime run (official ARQMath scripts): mean over "
+                      "the qrels topics with at least one judged result in the run; other topics drop out"),
+    "touche-official": ("clef21/evaluate.py: mean over the topics with at least one judged document "
+                        "in the run's top 5; other topics drop out"),
+    "trec_eval": "trec_eval 9.0.8 without -c: mean over the run's topics that are in the qrels",
+    "task3-manual": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
+    "task3-lo": "mean over the qrels topics with at least one known H+M answer; a topic without an answer counts 0",
+}
+
+
+def _load_task(task):
+    if isinstance(task, str):
+        from sharedtask.spec import load_task
+
+        return load_task(task)
+    return task
+
+
+def _truth_path(task, truth_dir: Path | None, role: str) -> Path | None:
+    """The truth file of ``role`` inside ``truth_dir`` (None if either is missing)."""
+    spec = task.truth.file(role)
+    if spec is None or truth_dir is None:
+        return None
+    path = Path(truth_dir) / spec.path
+    return path if path.exists() else None
+
+
+def _selected(task, measures: list[str] | None):
+    specs = list(task.measures)
+    if not measures:
+        return specs
+    wanted = []
+    for name in measures:
+        matches = [m for m in specs if m.key == name] or [m for m in specs if m.id == name]
+        if not matches:
+            known = ", ".join(m.key for m in specs)
+            raise SharedTaskError(f"task {task.id} has no measure {name!r}", hint=f"known measures: {known}")
+        wanted.extend(m for m in matches if m not in wanted)
+    return [m for m in specs if m in wanted]
+
+
+def _mean(values: dict[str, float], measure: str = "map") -> float:
+    return trec.aggregate(measure, list(values.values())) if values else float("nan")
+
+
+def _no_overlap(run_topics: set[str], qrels: Qrels, what: str = "run") -> SharedTaskError:
+    sample_run = ", ".join(sorted(run_topics)[:3]) or "none"
+    sample_qrels = ", ".join(sorted(qrels)[:3])
+    return SharedTaskError(
+        f"no topic of the {what} is in the qrels (run topics: {sample_run}...; qrels topics: {sample_qrels}...)",
+        hint="wrong qrels or wrong --task? Refusing to report 0.0 for a run that was never judged",
+    )
+
+
+class _Qrels:
+    """Loads each qrels role once."""
+
+    def __init__(self, task, qrels: Path | None, truth_dir: Path | None) -> None:
+        self.task, self.override, self.truth_dir = task, qrels, truth_dir
+        self.cache: dict[str, Qrels | None] = {}
+
+    def path(self, role: str) -> Path | None:
+        if role == "relevance" and self.override is not None:
+            return Path(self.override)
+        return _truth_path(self.task, self.truth_dir, role)
+
+    def get(self, role: str) -> Qrels | None:
+        if role not in self.cache:
+            path = self.path(role)
+            self.cache[role] = None if path is None else readers.load_qrels(path)
+        return self.cache[role]
+
+
+def evaluate(
+    run_path: Path,
+    task,
+    *,
+    qrels: Path | None = None,
+    truth_dir: Path | None = None,
+    input_dir: Path | None = None,
+    measures: list[str] | None = None,
+    per_topic: bool = False,
+    run_name: str | None = None,
+) -> EvaluationResult:
+    """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures."""
+    task = _load_task(task)
+    run_path = Path(run_path)
+    if not run_path.is_file():
+        raise SharedTaskError(f"run file {run_path} does not exist")
+    specs = _selected(task, measures)
+    if qrels is None and truth_dir is None:
+        raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
+    if source.path("relevance") is None:
+        raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
+                              f"({task.truth.file('relevance').path})", hint="or give --qrels FILE")
+    readers.check_run_layout(run_path, task.output.format, task.id)
+    handler: Callable = {
+        "arqmath-task1": _arqmath_prime,
+        "arqmath-task2": _arqmath_prime,
+        "arqmath-task3": _arqmath_task3,
+        "touche": _touche,
+    }[task.family]
+    result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
+    handler(task, run_path, specs, source, input_dir, result)
+    if not per_topic:
+        result.per_topic = {}
+    return result
+
+
+def _info(spec, averaging: str) -> MeasureInfo:
+    return MeasureInfo(key=spec.key, id=spec.id, label=spec.label, procedure=spec.procedure,
+                       qrels_role=spec.qrels_role, primary=spec.primary, official=spec.official,
+                       averaging=AVERAGING[averaging])
+
+
+def _store(result: EvaluationResult, info: MeasureInfo, values: dict[str, float], agg: str = "map") -> None:
+    result.measures.append(info)
+    result.per_topic[info.key] = values
+    result.scores[info.key] = _mean(values, agg)
+    result.topics_averaged[info.key] = len(values)
+
+
+def _order_notes(result: EvaluationResult, order: dict[str, list[tuple[int, float, str]]], what: str) -> None:
+    ties, contradictions = trec.count_order_changes(order)
+    if ties:
+        result.notes.append(
+            f"ties changed the order of {ties} topic(s) compared to the rank column: trec_eval sorts by "
+            f"score, equal scores by {what} descending (evaluation.md)")
+    if contradictions:
+        result.notes.append(
+            f"in {contradictions} topic(s) the scores do not decrease with the rank column; "
+            "trec_eval follows the scores")
+
+
+# --- ARQMath Tasks 1 and 2 ----------------------------------------------------------------
+
+def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
+                   result: EvaluationResult) -> None:
+    qrels = source.get("relevance")
+    if task.family == "arqmath-task1":
+        prime = arqmath.prime_task1(run_path, qrels)
+        unit = "post"
+    else:
+        instances, _ = arqmath.read_task2_instances(run_path)
+        visual = _visual_ids(task, source.truth_dir, input_dir, {f for d in instances.values() for f in d})
+        prime = arqmath.prime_task2(instances, visual, qrels)
+        unit = "visual id"
+        if prime.missing_formulas:
+            result.notes.append(f"{prime.missing_formulas} formula id(s) not in the index (skipped, as the "
+                                "official de-duplication script does)")
+        if prime.formula_duplicates:
+            result.notes.append(f"{prime.formula_duplicates} formula instance(s) dropped: a higher-scored "
+                                "instance with the same visual id came first")
+    if not prime.run_topics & set(qrels):
+        raise _no_overlap(prime.run_topics, qrels)
+    if prime.duplicates:
+        result.notes.append(f"{prime.duplicates} repeated (topic, {unit}) line(s) of judged {unit}s ignored "
+                            "(first occurrence kept)")
+    if prime.outside_qrels:
+        missing = len(prime.run_topics - set(qrels))
+        result.notes.append(f"{missing} run topic(s) are not in the qrels ({prime.outside_qrels} lines ignored)")
+    result.notes.append(f"prime run: {sum(len(d) for d in prime.run.values())} judged of {prime.lines} "
+                        f"lines; {prime.unjudged} unjudged {unit}(s) removed")
+    dropped = sorted(set(qrels) - set(prime.run))
+    if dropped:
+        result.notes.append(
+            f"{len(dropped)} of {len(qrels)} qrels topic(s) have no judged result in the run and are left out "
+            f"of the means (trec_eval without -c, as the official scripts run it): {', '.join(dropped[:10])}"
+            + (" ..." if len(dropped) > 10 else ""))
+    _order_notes(result, prime.order, "id")
+    by_level: dict[int, list[str]] = {}
+    for spec in specs:
+        name, level = arqmath.PRIME_MEASURES[spec.id]
+        by_level.setdefault(level, []).append(name)
+    values = {level: trec.per_topic(qrels, prime.run, names, relevance_level=level)
+              for level, names in by_level.items()}
+    for spec in specs:
+        name, level = arqmath.PRIME_MEASURES[spec.id]
+        per = {t: v[name] for t, v in values[level].items()}
+        _store(result, _info(spec, "arqmath-prime"), per, name)
+
+
+def _visual_ids(task, truth_dir: Path | None, input_dir: Path | None, wanted: set[str]) -> dict[str, str]:
+    files: list[Path] = []
+    truth_spec = task.truth.file("formulas")
+    if truth_dir is not None and truth_spec is not None:
+        files = readers.formula_files(truth_dir, truth_spec.path)
+    input_spec = task.input.file("formulas")
+    if not files and input_dir is not None and input_spec is not None:
+        files = readers.formula_files(input_dir, input_spec.path)
+    return readers.read_visual_ids(files, wanted)
+
+
+# --- ARQMath Task 3 -----------------------------------------------------------------------
+
+def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
+                   result: EvaluationResult) -> None:
+    qrels = source.get("relevance")
+    run = arqmath.read_task3_run(run_path)
+    if not set(run.answers) & set(qrels):
+        raise _no_overlap(set(run.answers), qrels)
+    answers_path = _truth_path(task, source.truth_dir, "answers")
+    known = readers.read_answers(answers_path) if answers_path else {}
+    threshold = task.truth.relevant_threshold
+    if run.extra_lines:
+        result.notes.append(f"{run.extra_lines} extra line(s) ignored: Task 3 takes one answer per topic "
+                            "(the lowest rank)")
+    missing = len(set(qrels) - set(run.answers))
+    if missing:
+        result.notes.append(f"{missing} judged topic(s) have no answer in the run and count 0")
+    ar = p1 = None
+    for spec in specs:
+        if spec.id in ("ar", "p1"):
+            if ar is None:
+                if answers_path is None:
+                    raise SharedTaskError("AR and P@1 need the known answers (answers.tsv) to find the "
+                                          "judgment of each answer", hint="give --truth DIR")
+                ar, p1, unjudged = arqmath.ar_p1(run, known, qrels, threshold)
+                if unjudged:
+                    result.notes.append(
+                        f"{unjudged} answer(s) are not among the judged answers and count 0: AR and P@1 are "
+                        "lower bounds for this run; Lexical Overlap is the measure for unjudged answers")
+            _store(result, _info(spec, "task3-manual"), ar if spec.id == "ar" else p1)
+        elif spec.id == "lexical_overlap":
+            if answers_path is None:
+                raise SharedTaskError("Lexical Overlap needs the known answers (answers.tsv)",
+                                      hint="give --truth DIR")
+            values = arqmath.lexical_overlap(run, known, qrels, threshold)
+            if not values:
+                raise SharedTaskError("no topic has a known relevant (H+M) answer in answers.tsv + qrels",
+                                      hint="Lexical Overlap needs reference answers")
+            _store(result, _info(spec, "task3-lo"), values)
+            result.notes.append("Lexical Overlap tokenizer: SQuAD v1.1 normalisation (lowercase, ASCII "
+                                "punctuation and the articles a/an/the removed, whitespace tokens), bag-of-"
+                                "tokens F1; not the official (model-based) tokenizer")
+        else:
+            raise SharedTaskError(f"no implementation for measure {spec.id!r} of task {task.id}")
+
+
+# --- Touché -------------------------------------------------------------------------------
+
+def _touche(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
+            result: EvaluationResult) -> None:
+    run = touche.read_trec_run(run_path)
+    relevance = source.get("relevance")
+    if not set(run.rows) & set(relevance):
+        raise _no_overlap(set(run.rows), relevance)
+    if run.duplicates:
+        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s) ignored (first occurrence kept); "
+                            "trec_eval itself refuses such runs")
+    _order_notes(result, run.rows, "docno")
+    skipped = []
+    for spec in specs:
+        qrels = source.get(spec.qrels_role)
+        if qrels is None:
+            skipped.append(spec.key)
+            continue
+        if spec.id == "ndcg5_official":
+            values = touche.ndcg5_official(run, qrels)
+            _store(result, _info(spec, "touche-official"), values)
+            dropped = len(set(qrels) - set(values))
+            if dropped:
+                result.notes.append(
+                    f"{spec.key}: {dropped} qrels topic(s) without a judged document in the run's top 5 (or "
+                    f"without a positive judgment) are left out of the mean (clef21/evaluate.py)")
+        elif spec.id == "ndcg_cut_5":
+            _store(result, _info(spec, "trec_eval"), touche.ndcg_cut_5(run, qrels), "ndcg_cut_5")
+        else:
+            raise SharedTaskError(f"no implementation for measure {spec.id!r} of task {task.id}")
+    if skipped:
+        result.notes.append(f"not computed, their qrels were not given: {', '.join(skipped)} "
+                            "(give --truth DIR with the quality qrels)")
+    if not result.measures:
+        raise SharedTaskError("none of the requested measures could be computed")
+    for key, value in result.scores.items():
+        if isinstance(value, float) and math.isnan(value):
+            result.notes.append(f"{key}: no topic counts, the mean is undefined")

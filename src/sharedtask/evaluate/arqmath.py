@@ -1,0 +1,258 @@
+"""ARQMath: prime runs (Tasks 1 and 2) and the Task 3 measures.
+
+Procedures: reference/evaluation.md ("ARQMath Task 1/2/3"), checked against the
+organizers' scripts (ARQMath arqmath_to_prim_task1.py, de_duplicate_2021.py and
+task1/task2_get_results.py as mirrored in approach0/pya0 eval-arqmath2-*):
+
+- Task 1: keep the first line of each (topic, post); drop topics not in the qrels and
+  posts not judged for the topic; the rest is the "prime" run, given to trec_eval
+  (``ndcg``; ``map``, ``P_10``, ``bpref`` with ``-l2``) *without* ``-c``.
+- Task 2: per topic, formula instances sorted by score (not rank; a stable sort, and a
+  repeated formula id keeps its last score, as the script's dict does); each formula id
+  mapped to its visual id through the formula index (ids not in the index skipped and
+  reported); the first (highest-scored) instance of each visual id kept with its score;
+  unjudged visual ids dropped; then the Task 1 measures.
+
+Averaging (decided against the official scripts): trec_eval 9.0.8 without ``-c`` on
+the prime run averages over the topics that have at least one judged result in the
+run; a qrels topic the run misses entirely (or where it retrieves nothing judged)
+drops out of the mean instead of counting 0. We follow that and say so in the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sharedtask.errors import FormatError
+from sharedtask.evaluate import readers
+from sharedtask.evaluate.lexical import token_f1
+
+Qrels = dict[str, dict[str, int]]
+
+#: trec_eval measure -> relevance level (-l) in the official ARQMath commands.
+PRIME_MEASURES: dict[str, tuple[str, int]] = {
+    "ndcg_prime": ("ndcg", 1),  # trec_eval -m ndcg (graded gains 0-3)
+    "map_prime": ("map", 2),  # trec_eval -l2 -m map (H+M)
+    "p10_prime": ("P_10", 2),  # trec_eval -l2 -m P.10
+    "bpref_prime": ("bpref", 2),  # trec_eval -l2 -m bpref
+}
+
+
+@dataclass
+class PrimeRun:
+    """A prime (judged-only, de-duplicated) run plus what the filtering removed."""
+
+    run: dict[str, dict[str, float]] = field(default_factory=dict)
+    order: dict[str, list[tuple[int, float, str]]] = field(default_factory=dict)  # (rank, score, id)
+    run_topics: set[str] = field(default_factory=set)
+    lines: int = 0
+    duplicates: int = 0
+    unjudged: int = 0
+    outside_qrels: int = 0  # lines of topics the qrels do not know
+    missing_formulas: int = 0  # Task 2: formula ids not in the index
+    formula_duplicates: int = 0  # Task 2: instances dropped for sharing a visual id
+
+
+def _looks_like_other_task(parts: list[str]) -> str | None:
+    """A hint when a 6-column line given as a Task 1 run looks like a Task 2 run."""
+    if len(parts) == 6 and parts[1].isdigit() and parts[1] != "0" and parts[2].isdigit():
+        return "column 2 is a number, not Q0: this looks like an ARQMath Task 2 run; check --task"
+    return None
+
+
+def prime_task1(path: Path, qrels: Qrels) -> PrimeRun:
+    """Stream an ARQMath Task 1 run into its prime run (one pass, judged posts only).
+
+    Accepts the 5-column ARQMath format and, leniently, 6-column TREC with Q0
+    (tasks-and-formats.md, "Runs", *lenient*).
+    """
+    prime = PrimeRun()
+    run, order, run_topics = prime.run, prime.order, prime.run_topics
+    last_topic = None
+    judged: dict[str, int] | None = None
+    kept: dict[str, float] | None = None
+    rows: list | None = None
+    lines = unjudged = outside = duplicates = 0
+    with readers.open_text(path) as handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, 1):
+                parts = line.split()
+                n = len(parts)
+                if n == 5:
+                    topic, doc, rank, score = parts[0], parts[1], parts[2], parts[3]
+                elif n == 6:
+                    hint = _looks_like_other_task(parts)
+                    if hint:
+                        raise FormatError(path, "expected an ARQMath Task 1 run", line=lineno, hint=hint)
+                    topic, doc, rank, score = parts[0], parts[2], parts[3], parts[4]
+                elif n == 0:
+                    continue
+                else:
+                    raise readers.wrong_columns(path, lineno, n, "arqmath-task1-run")
+                lines += 1
+                if topic != last_topic:
+                    last_topic = topic
+                    run_topics.add(topic)
+                    judged = qrels.get(topic)
+                    if judged is not None:
+                        kept = run.get(topic)
+                        if kept is None:
+                            kept = run[topic] = {}
+                            rows = order[topic] = []
+                        else:
+                            rows = order[topic]
+                if judged is None:
+                    outside += 1
+                    continue
+                if doc not in judged:
+                    unjudged += 1
+                    continue
+                if doc in kept:
+                    duplicates += 1
+                    continue
+                value = readers.parse_score(path, lineno, score)
+                kept[doc] = value
+                rows.append((readers.parse_rank(path, lineno, rank), value, doc))
+        except UnicodeDecodeError as exc:
+            raise FormatError(path, f"invalid UTF-8 ({exc.reason})", line=lineno + 1) from None
+    prime.lines, prime.unjudged, prime.outside_qrels, prime.duplicates = lines, unjudged, outside, duplicates
+    for topic in [t for t, docs in run.items() if not docs]:
+        del run[topic], order[topic]
+    return prime
+
+
+def read_task2_instances(path: Path) -> tuple[dict[str, dict[str, tuple[float, int]]], int]:
+    """Task 2 run -> ({topic: {formula_id: (score, rank)}} in first-seen order, lines).
+
+    A repeated formula id keeps its last score but its first position, like the
+    official script's dict.
+    """
+    out: dict[str, dict[str, tuple[float, int]]] = {}
+    lines = 0
+    for row in readers.read_run(path, "arqmath-task2"):
+        lines += 1
+        out.setdefault(row.topic, {})[row.doc] = (row.score, row.rank)
+    return out, lines
+
+
+def prime_task2(instances: dict[str, dict[str, tuple[float, int]]], visual: dict[str, str],
+                qrels: Qrels) -> PrimeRun:
+    """Visual-id de-duplication and prime filtering of a Task 2 run (module docstring)."""
+    prime = PrimeRun()
+    for topic, formulas in instances.items():
+        prime.run_topics.add(topic)
+        prime.lines += len(formulas)
+        judged = qrels.get(topic)
+        if judged is None:
+            prime.outside_qrels += len(formulas)
+            continue
+        # sort by score descending; Python's sort is stable, as in the official script
+        ranked = sorted(formulas.items(), key=lambda item: item[1][0], reverse=True)
+        kept: dict[str, float] = {}
+        rows: list[tuple[int, float, str]] = []
+        seen: set[str] = set()
+        for formula, (score, rank) in ranked:
+            vid = visual.get(formula)
+            if vid is None:
+                prime.missing_formulas += 1
+                continue
+            if vid in seen:
+                prime.formula_duplicates += 1
+                continue
+            seen.add(vid)
+            if vid not in judged:
+                prime.unjudged += 1
+                continue
+            kept[vid] = score
+            rows.append((rank, score, vid))
+        if kept:
+            prime.run[topic] = kept
+            prime.order[topic] = rows
+    return prime
+
+
+# --- Task 3 -----------------------------------------------------------------------------
+
+#: Task 3 grades 5 ("system failure") and 6 ("do not know") count as 0 (evaluation.md).
+def task3_gain(rel: int) -> int:
+    return 0 if rel in (5, 6) else max(rel, 0)
+
+
+@dataclass
+class Task3Run:
+    answers: dict[str, str] = field(default_factory=dict)  # topic -> answer text
+    extra_lines: int = 0  # lines beyond the first per topic (ignored)
+
+
+def read_task3_run(path: Path) -> Task3Run:
+    """Task 3 run ``Topic_Id Rank Score Run_Tag Sources Answer`` via ``formats.read_run``.
+
+    With several lines for a topic, the one with the lowest rank is the answer
+    (the first of equal ranks).
+    """
+    best: dict[str, tuple[int, str]] = {}
+    out = Task3Run()
+    for row in readers.read_run(path, "arqmath-task3"):
+        if row.topic in best:
+            out.extra_lines += 1
+            if row.rank >= best[row.topic][0]:
+                continue
+        best[row.topic] = (row.rank, row.answer or "")
+    out.answers = {t: text for t, (_, text) in best.items()}
+    return out
+
+
+def _same_text(a: str) -> str:
+    return " ".join(a.split())
+
+
+def answer_relevance(topic: str, answer: str, known: dict[str, dict[str, str]], qrels: Qrels) -> int | None:
+    """The judged grade of a run's answer: found by its text among the topic's known answers."""
+    wanted = _same_text(answer)
+    judged = qrels.get(topic, {})
+    for answer_id, text in known.get(topic, {}).items():
+        if answer_id in judged and _same_text(text) == wanted:
+            return judged[answer_id]
+    return None
+
+
+def ar_p1(run: Task3Run, known: dict[str, dict[str, str]], qrels: Qrels, threshold: int = 2
+          ) -> tuple[dict[str, float], dict[str, float], int]:
+    """Per-topic AR and P@1 over the qrels topics, and how many answers had no judgment.
+
+    AR = the gain of the single answer (5, 6 -> 0), i.e. unnormalised DCG@1; P@1 = gain
+    >= 2. A topic without an answer counts 0. An answer no assessor judged (its text is
+    not among the known answers) also counts 0: AR/P@1 are then lower bounds.
+    """
+    ar: dict[str, float] = {}
+    p1: dict[str, float] = {}
+    unjudged = 0
+    for topic in qrels:
+        answer = run.answers.get(topic)
+        rel = None if answer is None else answer_relevance(topic, answer, known, qrels)
+        if answer is not None and rel is None:
+            unjudged += 1
+        gain = 0 if rel is None else task3_gain(rel)
+        ar[topic] = float(gain)
+        p1[topic] = 1.0 if gain >= threshold else 0.0
+    return ar, p1, unjudged
+
+
+def lexical_overlap(run: Task3Run, known: dict[str, dict[str, str]], qrels: Qrels, threshold: int = 2
+                    ) -> dict[str, float]:
+    """Per-topic LO: max token F1 against the topic's known relevant (H+M) answers.
+
+    Topics with at least one known relevant answer count; a topic the run does not
+    answer counts 0.
+    """
+    out: dict[str, float] = {}
+    for topic, judged in qrels.items():
+        refs = [text for aid, text in known.get(topic, {}).items()
+                if task3_gain(judged.get(aid, 0)) >= threshold]
+        if not refs:
+            continue
+        answer = run.answers.get(topic)
+        out[topic] = 0.0 if answer is None else max(token_f1(answer, ref) for ref in refs)
+    return out

@@ -1,0 +1,173 @@
+"""Leaderboards: several runs of one task, sorted by the task's primary measure.
+
+Optional paired significance test of every run against the best run of each measure
+(scipy): ``ttest`` (paired Student t-test, ``scipy.stats.ttest_rel``) or ``permutation``
+(paired randomisation test of the mean difference, ``scipy.stats.permutation_test``
+with ``permutation_type="samples"``, 10,000 resamples, fixed seed). Pairs are the
+topics both runs were averaged over. A marked cell (``†``) differs from the best run
+at ``p < alpha``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
+
+TESTS = ("ttest", "permutation")
+MARK = "†"
+
+
+def _sort_value(value: float | None) -> float:
+    return -math.inf if value is None or math.isnan(value) else value
+
+
+def paired_p_value(a: dict[str, float], b: dict[str, float], test: str, seed: int = 0) -> tuple[float, int]:
+    """Two-sided p-value of a paired test over the topics in both ``a`` and ``b``; and the pair count."""
+    topics = sorted(set(a) & set(b))
+    x = [a[t] for t in topics]
+    y = [b[t] for t in topics]
+    if len(topics) < 2 or x == y:
+        return 1.0, len(topics)
+    from scipy import stats  # heavy import, only when a test is asked for
+
+    if test == "ttest":
+        p = float(stats.ttest_rel(x, y).pvalue)
+        return (1.0 if math.isnan(p) else p), len(topics)
+    if test == "permutation":
+        res = stats.permutation_test(
+            (x, y), lambda u, v, axis=-1: (u - v).mean(axis=axis), permutation_type="samples",
+            n_resamples=10_000, alternative="two-sided", rng=seed, vectorized=True,
+        )
+        return float(res.pvalue), len(topics)
+    raise SharedTaskError(f"unknown significance test {test!r}", hint=f"choose one of {', '.join(TESTS)}")
+
+
+@dataclass
+class Leaderboard:
+    task: str
+    measures: list[MeasureInfo]
+    primary: str
+    rows: list[tuple[str, dict[str, float]]]  # (run, scores), best first
+    test: str | None = None
+    alpha: float = 0.05
+    best: dict[str, str] = field(default_factory=dict)  # measure key -> best run
+    p_values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # run -> key -> (p, pairs)
+
+    def significant(self, run: str, key: str) -> bool:
+        p = self.p_values.get(run, {}).get(key)
+        return p is not None and p[0] < self.alpha
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(v: float) -> float | None:
+            return None if v is None or math.isnan(v) else v
+
+        return {
+            "task": self.task,
+            "primary_measure": self.primary,
+            "measures": [{"key": m.key, "label": m.label, "procedure": m.procedure} for m in self.measures],
+            "significance": None if not self.test else {
+                "test": self.test, "alpha": self.alpha, "against": "the best run of each measure",
+                "pairs": "topics both runs were averaged over", "best": dict(self.best)},
+            "runs": [
+                {
+                    "rank": i,
+                    "run": run,
+                    "scores": {m.key: clean(scores.get(m.key)) for m in self.measures},
+                    **({"p_values": {k: {"p": p, "topics": n} for k, (p, n) in self.p_values.get(run, {}).items()}}
+                       if self.test else {}),
+                }
+                for i, (run, scores) in enumerate(self.rows, 1)
+            ],
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        header = ["rank", "run"] + [m.key for m in self.measures]
+        if self.test:
+            header += [f"p_{m.key}" for m in self.measures]
+        writer.writerow(header)
+        for i, (run, scores) in enumerate(self.rows, 1):
+            row = [i, run] + [_fmt(scores.get(m.key)) for m in self.measures]
+            if self.test:
+                row += [("" if (p := self.p_values.get(run, {}).get(m.key)) is None else f"{p[0]:.6g}")
+                        for m in self.measures]
+            writer.writerow(row)
+        return out.getvalue()
+
+    def table(self) -> Table:
+        title = f"{self.task}: sorted by {self._label(self.primary)}"
+        caption = None
+        if self.test:
+            caption = (f"{MARK} differs from the best run of that measure (paired {self.test}, "
+                       f"p < {self.alpha})")
+        table = Table(title=title, caption=caption)
+        table.add_column("#", justify="right")
+        table.add_column("run")
+        for m in self.measures:
+            table.add_column(m.label + (" *" if m.key == self.primary else ""), justify="right")
+        for i, (run, scores) in enumerate(self.rows, 1):
+            cells = []
+            for m in self.measures:
+                cell = _fmt(scores.get(m.key), 4)
+                if self.test and self.significant(run, m.key):
+                    cell += MARK
+                cells.append(cell)
+            table.add_row(str(i), run, *cells)
+        return table
+
+    def _label(self, key: str) -> str:
+        return next((m.label for m in self.measures if m.key == key), key)
+
+
+def _fmt(value: float | None, digits: int = 6) -> str:
+    if value is None or math.isnan(value):
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def leaderboard(results: dict[str, EvaluationResult], task=None, *, test: str | None = None,
+                alpha: float = 0.05) -> Leaderboard:
+    """Build the leaderboard of ``results`` (run name -> result of the same task).
+
+    With ``test``, every run is compared with the best run of each measure, paired
+    over the topics both were averaged over; this needs results computed with
+    ``per_topic=True``.
+    """
+    if not results:
+        raise SharedTaskError("no runs to rank")
+    if test is not None and test not in TESTS:
+        raise SharedTaskError(f"unknown significance test {test!r}", hint=f"choose one of {', '.join(TESTS)}")
+    first = next(iter(results.values()))
+    task_id = getattr(task, "id", task) or first.task
+    for name, res in results.items():
+        if res.task != task_id:
+            raise SharedTaskError(f"run {name} was evaluated for {res.task}, not {task_id}")
+    keys = [m.key for m in first.measures if all(m.key in r.scores for r in results.values())]
+    measures = [first.measure(k) for k in keys]
+    primary = first.primary.key if first.primary.key in keys else keys[0]
+    rows = sorted(((name, dict(r.scores)) for name, r in results.items()),
+                  key=lambda item: (-_sort_value(item[1].get(primary)), item[0]))
+    board = Leaderboard(task=task_id, measures=measures, primary=primary, rows=rows, test=test, alpha=alpha)
+    for key in keys:
+        board.best[key] = max(rows, key=lambda item: _sort_value(item[1].get(key)))[0]
+    if test:
+        for name, res in results.items():
+            for key in keys:
+                best = board.best[key]
+                if name == best:
+                    continue
+                if key not in res.per_topic or key not in results[best].per_topic:
+                    raise SharedTaskError("a significance test needs per-topic values",
+                                          hint="evaluate with per_topic=True")
+                board.p_values.setdefault(name, {})[key] = paired_p_value(
+                    res.per_topic[key], results[best].per_topic[key], test)
+    return board

@@ -1,0 +1,179 @@
+"""Evaluator-side reading of runs, qrels and truth files.
+
+The evaluator reads runs in one streaming pass and keeps only what a measure
+needs (for ARQMath: judged documents only), so that a 10M-line run costs little
+memory. Qrels and runs other than ARQMath Task 1 go through the shared readers
+of ``sharedtask.formats`` (rules: reference/tasks-and-formats.md); Task 1 runs are
+streamed by :func:`sharedtask.evaluate.arqmath.prime_task1`, which filters as it reads.
+
+Errors a user can cause (wrong column count, a run of another task, qrels that
+are not qrels) raise :class:`~sharedtask.errors.FormatError` with a hint.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import sys
+from pathlib import Path
+
+from sharedtask.errors import FormatError, SharedTaskError
+
+from sharedtask.formats._io import open_text
+from sharedtask.formats.trec import detect_layout, load_qrels_dict, read_run  # noqa: F401
+
+Qrels = dict[str, dict[str, int]]
+
+#: Number of whitespace-separated columns per run format (reference/tasks-and-formats.md, "Runs").
+RUN_COLUMNS: dict[str, int] = {
+    "trec-run": 6,  # qid Q0 docid rank score tag
+    "arqmath-task1-run": 5,  # Topic_Id Post_Id Rank Score Run_Tag (6-column TREC also accepted)
+    "arqmath-task2-run": 6,  # Topic_Id Formula_Id Post_Id Rank Score Run_Tag
+    "arqmath-task3-run": 6,  # Topic_Id Rank Score Run_Tag Sources Answer (tab separated)
+}
+
+
+def _sniff(path: Path) -> str | None:
+    """The first non-blank line of a file (None if there is none)."""
+    with open_text(path) as handle:
+        for line in handle:
+            if line.strip():
+                return line
+    return None
+
+
+def load_qrels(path: Path) -> Qrels:
+    """Qrels ``{topic: {doc: rel}}`` through the shared reader (``formats.load_qrels_dict``).
+
+    A file whose first line has the shape of a run gets a clear error first.
+    """
+    path = Path(path)
+    first = _sniff(path)
+    if first is None:
+        raise FormatError(path, "the qrels file is empty")
+    n = len(first.split())
+    if n != 4:
+        hint = ("this looks like a run, not qrels" if n in (5, 6)
+                else "qrels are TREC format: topic, 0 (or Q0), document id, grade")
+        raise FormatError(path, f"expected qrels lines 'topic 0 doc relevance' (4 columns), found {n}",
+                          line=1, hint=hint)
+    return load_qrels_dict(path)
+
+
+LAYOUT_OF_FORMAT: dict[str, str] = {
+    "trec-run": "trec",
+    "arqmath-task1-run": "arqmath-task1",
+    "arqmath-task2-run": "arqmath-task2",
+    "arqmath-task3-run": "arqmath-task3",
+}
+
+_LAYOUT_NAMES = {
+    "trec": "a TREC run (qid Q0 doc rank score tag)",
+    "arqmath-task1": "an ARQMath Task 1 run (Topic_Id Post_Id Rank Score Run_Tag)",
+    "arqmath-task2": "an ARQMath Task 2 run (Topic_Id Formula_Id Post_Id Rank Score Run_Tag)",
+    "arqmath-task3": "an ARQMath Task 3 run (Topic_Id Rank Score Run_Tag Sources Answer)",
+}
+
+
+def check_run_layout(path: Path, run_format: str, task_id: str) -> str:
+    """Refuse a run written for another task, judged from its first line; returns the layout.
+
+    ``formats.detect_layout`` recognises the layouts by column count and topic prefix
+    (A./B.), see reference/tasks-and-formats.md ("Runs").
+    """
+    expected = LAYOUT_OF_FORMAT[run_format]
+    first = _sniff(path)
+    if first is None:
+        raise FormatError(path, "the run is empty", hint="a run needs at least one line per topic")
+    found = detect_layout(first)
+    if found != expected:
+        raise FormatError(
+            path, f"this is {_LAYOUT_NAMES[found]}, but task {task_id} expects {_LAYOUT_NAMES[expected]}",
+            line=1, hint="check --task",
+        )
+    return expected
+
+
+def wrong_columns(path: Path, lineno: int, found: int, fmt: str) -> FormatError:
+    """The error for a line whose column count does not fit ``fmt``; guesses which task it is for."""
+    guesses = {
+        5: "an ARQMath Task 1 run (Topic_Id Post_Id Rank Score Run_Tag)",
+        4: "a qrels file (topic 0 doc relevance)",
+        6: "a TREC run (qid Q0 doc rank score tag) or an ARQMath Task 2 run",
+    }
+    hint = f"this line looks like {guesses[found]}" if found in guesses else None
+    if hint:
+        hint += "; check --task"
+    return FormatError(
+        path, f"{fmt} lines have {RUN_COLUMNS[fmt]} columns, found {found}", line=lineno, hint=hint
+    )
+
+
+def parse_score(path: Path, lineno: int, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise FormatError(path, f"score {text!r} is not a number", line=lineno) from None
+
+
+def parse_rank(path: Path, lineno: int, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise FormatError(path, f"rank {text!r} is not an integer", line=lineno) from None
+
+
+def formula_files(folder: Path, pattern: str) -> list[Path]:
+    """The formula index files matching the spec's glob (e.g. ``formulas/*.tsv``) in ``folder``."""
+    return sorted(Path(p) for p in glob.glob(str(Path(folder) / pattern)))
+
+
+def read_visual_ids(files: list[Path], wanted: set[str]) -> dict[str, str]:
+    """Map formula id -> visual id for the ``wanted`` formula ids, streaming the index TSVs.
+
+    Columns are located by the header (``id`` and ``visual_id``; v3 and v2 layouts,
+    reference/tasks-and-formats.md, "Formula index TSV files"); the files are written
+    with csv QUOTE_MINIMAL, so they are read with the csv module and a raised field limit.
+    """
+    if not files:
+        raise SharedTaskError(
+            "ARQMath Task 2 needs the formula index to map formula ids to visual ids",
+            hint="give --input DATASET_DIR (formulas/*.tsv) or --truth with a formulas/ folder",
+        )
+    csv.field_size_limit(sys.maxsize)
+    mapping: dict[str, str] = {}
+    for path in files:
+        with open_text(path) as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
+            header = next(reader, None)
+            if header is None:
+                continue
+            names = [h.strip().lower() for h in header]
+            if "id" not in names or "visual_id" not in names:
+                raise FormatError(path, "formula index header lacks the columns 'id' and 'visual_id'",
+                                  line=1, hint=f"found {header[:9]}")
+            id_col, vis_col = names.index("id"), names.index("visual_id")
+            width = max(id_col, vis_col)
+            for row in reader:
+                if len(row) > width and row[id_col] in wanted:
+                    mapping[row[id_col]] = row[vis_col]
+    return mapping
+
+
+def read_answers(path: Path) -> dict[str, dict[str, str]]:
+    """Task 3 known answers ``answer_id<TAB>topic<TAB>text`` (header, csv QUOTE_MINIMAL) -> {topic: {id: text}}."""
+    csv.field_size_limit(sys.maxsize)
+    out: dict[str, dict[str, str]] = {}
+    with open_text(path) as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
+        header = next(reader, None)
+        if header is None:
+            return out
+        for index, row in enumerate(reader, 2):
+            if not row:
+                continue
+            if len(row) < 3:
+                raise FormatError(path, f"expected answer_id, topic, text; found {len(row)} columns",
+                                  record=f"row {index}")
+            out.setdefault(row[1], {})[row[0]] = row[2]
+    return out

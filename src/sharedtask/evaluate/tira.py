@@ -1,0 +1,71 @@
+"""TIRA evaluator mode: ``$inputRun`` (a run directory) + ``$inputDataset`` (the truth)
+-> ``$outputDir/evaluation.prototext``, so that the same code runs as TIRA's evaluator.
+
+The TIRA contract (reference/tasks-and-formats.md, "The TIRA execution contract"):
+the software's output folder holds ``run.txt`` (or ``run.txt.gz``) at its top and may
+also hold hidden files such as ``.tracking-results.yml``, which we ignore.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.evaluate.api import evaluate
+from sharedtask.evaluate.prototext import write_prototext
+from sharedtask.evaluate.result import EvaluationResult
+
+#: Where each path comes from when not given: TIRA's placeholders, then its TIRA_* variables.
+ENVIRONMENT = {
+    "input_run": ("inputRun",),
+    "input_dataset": ("inputDataset", "TIRA_INPUT_DATASET"),
+    "output_dir": ("outputDir", "TIRA_OUTPUT_DIR"),
+}
+
+
+def from_environment(name: str) -> Path | None:
+    for variable in ENVIRONMENT[name]:
+        value = os.environ.get(variable)
+        if value:
+            return Path(value)
+    return None
+
+
+def find_run_file(input_run: Path, file_name: str = "run.txt") -> Path:
+    """The run inside a TIRA run directory (``run.txt``, ``run.txt.gz`` or its only visible file)."""
+    input_run = Path(input_run)
+    if input_run.is_file():
+        return input_run
+    if not input_run.is_dir():
+        raise SharedTaskError(f"the input run {input_run} does not exist")
+    for name in (file_name, file_name + ".gz"):
+        if (input_run / name).is_file():
+            return input_run / name
+    visible = [p for p in input_run.iterdir() if p.is_file() and not p.name.startswith(".")]
+    if len(visible) == 1:
+        return visible[0]
+    raise SharedTaskError(f"no {file_name} in the input run {input_run}",
+                          hint=f"found: {', '.join(sorted(p.name for p in visible)) or 'nothing'}")
+
+
+def evaluate_tira(task, input_run: Path | None = None, input_dataset: Path | None = None,
+                  output_dir: Path | None = None) -> tuple[EvaluationResult, Path]:
+    """Evaluate a TIRA run directory against the truth dataset; write the prototext."""
+    input_run = input_run or from_environment("input_run")
+    input_dataset = input_dataset or from_environment("input_dataset")
+    output_dir = output_dir or from_environment("output_dir")
+    missing = [n for n, v in (("$inputRun", input_run), ("$inputDataset", input_dataset),
+                              ("$outputDir", output_dir)) if v is None]
+    if missing:
+        raise SharedTaskError(f"TIRA evaluator mode needs {', '.join(missing)}",
+                              hint="set the variables or give --input-run/--input-dataset/--output-dir")
+    if isinstance(task, str):
+        from sharedtask.spec import load_task
+
+        task = load_task(task)
+    run_file = find_run_file(input_run, task.output.file)
+    # The truth folder holds the qrels and whatever the task needs (formulas/ for Task 2).
+    result = evaluate(run_file, task, truth_dir=input_dataset, input_dir=input_dataset, per_topic=False,
+                      run_name=Path(input_run).name)
+    return result, write_prototext(result, output_dir)

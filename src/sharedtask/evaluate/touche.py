@@ -1,0 +1,92 @@
+"""Touché Task 1 (argument retrieval): the organizers' nDCG@5 and trec_eval's ndcg_cut.5.
+
+The official procedure (reference/evaluation.md, "Touché Task 1", after
+touche-webis-de/touche-code clef21/evaluate.py):
+
+1. qrels value -2 (spam / non-argument) becomes 0;
+2. the run is sorted by its **rank column** and cut to the top 5;
+3. unjudged documents are dropped and the judged ones re-indexed from position 0;
+4. DCG = sum(rel_i / log2(i + 2)) over the remaining ones;
+5. IDCG from the topic's top-5 qrels values (after step 1);
+6. the mean is over the topics with at least one judged document in their top 5.
+
+Choices where the description is silent (stated in the result's notes): rank ties
+keep file order (a stable sort); a repeated (topic, doc) keeps its first line; a
+topic whose IDCG is 0 (no positive judgment) has no defined nDCG and is left out of
+the mean, as a NaN is left out of a pandas mean.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sharedtask.evaluate import readers, trec
+
+Qrels = dict[str, dict[str, int]]
+
+
+@dataclass
+class TrecRun:
+    """A TREC run as read for Touché: per topic, (rank, score, doc) in file order, duplicates dropped."""
+
+    rows: dict[str, list[tuple[int, float, str]]] = field(default_factory=dict)
+    duplicates: int = 0
+    lines: int = 0
+
+    def score_dict(self) -> dict[str, dict[str, float]]:
+        return {t: {d: s for _, s, d in rows} for t, rows in self.rows.items()}
+
+
+def read_trec_run(path: Path) -> TrecRun:
+    """Read a 6-column TREC run through ``formats.read_run``; a repeated (topic, doc) keeps its first line."""
+    run = TrecRun()
+    seen: dict[str, set[str]] = {}
+    for row in readers.read_run(path, "trec"):
+        run.lines += 1
+        docs = seen.setdefault(row.topic, set())
+        if row.doc in docs:
+            run.duplicates += 1
+            continue
+        docs.add(row.doc)
+        run.rows.setdefault(row.topic, []).append((row.rank, row.score, row.doc))
+    return run
+
+
+def official_gain(rel: int) -> int:
+    """clef21/evaluate.py: -2 (spam) becomes 0; other grades are the gain as they are."""
+    return 0 if rel == -2 else rel
+
+
+def ndcg5_official_topic(rows: list[tuple[int, float, str]], judgments: dict[str, int]) -> float | None:
+    """The official nDCG@5 of one topic, or None when the topic drops out of the mean."""
+    top5 = sorted(rows, key=lambda r: r[0])[:5]  # rank column, stable on file order
+    gains = [official_gain(judgments[doc]) for _, _, doc in top5 if doc in judgments]
+    if not gains:
+        return None  # no judged document in the top 5: the topic does not count
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted((official_gain(r) for r in judgments.values()), reverse=True)[:5]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    if idcg == 0:
+        return None
+    return dcg / idcg
+
+
+def ndcg5_official(run: TrecRun, qrels: Qrels) -> dict[str, float]:
+    """Per-topic official nDCG@5 for the topics that count (see the module docstring)."""
+    out: dict[str, float] = {}
+    for topic, rows in run.rows.items():
+        judgments = qrels.get(topic)
+        if not judgments:
+            continue
+        value = ndcg5_official_topic(rows, judgments)
+        if value is not None:
+            out[topic] = value
+    return out
+
+
+def ndcg_cut_5(run: TrecRun, qrels: Qrels) -> dict[str, float]:
+    """trec_eval ``ndcg_cut.5`` per topic via pytrec_eval: score-sorted, unjudged = 0."""
+    values = trec.per_topic(qrels, run.score_dict(), ["ndcg_cut_5"])
+    return {t: v["ndcg_cut_5"] for t, v in values.items()}

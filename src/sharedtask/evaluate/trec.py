@@ -1,0 +1,81 @@
+"""trec_eval through pytrec_eval, and how trec_eval orders a run.
+
+Scores come from pytrec_eval (trec_eval 9.0.8's own C code), never from a
+hand-written nDCG/AP; the aggregate is pytrec_eval's ``compute_aggregated_measure``
+(trec_eval's own averaging). Facts: reference/evaluation.md, "How trec_eval reads a run".
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+
+import pytrec_eval
+
+Run = Mapping[str, Mapping[str, float]]
+Qrels = Mapping[str, Mapping[str, int]]
+
+_F32 = struct.Struct("f")
+
+
+def as_float32(value: float) -> float:
+    """The score as trec_eval 9.0.8 stores it (C float): scores equal in ~7 digits tie there."""
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        return value  # +-inf beyond float range; same ordering either way
+
+
+def trec_order_key(doc: str, score: float) -> tuple[float, str]:
+    """Sort key (ascending = trec_eval's order needs reverse): score desc, then docno desc."""
+    return (as_float32(score), doc)
+
+
+def per_topic(qrels: Qrels, run: Run, measures: Iterable[str], relevance_level: int = 1
+              ) -> dict[str, dict[str, float]]:
+    """pytrec_eval per-topic values, ``{topic: {measure: value}}`` (trec_eval ``-q``).
+
+    ``relevance_level`` is trec_eval's ``-l``; measure names are pytrec_eval's
+    (``ndcg``, ``map``, ``P_10``, ``bpref``, ``ndcg_cut_5``). Topics are those of
+    the run that the qrels know (trec_eval 9.0.8 without ``-c``).
+    """
+    measures = set(measures)
+    if not run:
+        return {}
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        {t: dict(d) for t, d in qrels.items()}, measures, relevance_level=relevance_level
+    )
+    return evaluator.evaluate(run)
+
+
+def aggregate(measure: str, values: list[float]) -> float:
+    """trec_eval's summary value over the evaluated topics (arithmetic mean for these measures)."""
+    if not values:
+        return float("nan")
+    return float(pytrec_eval.compute_aggregated_measure(measure, values))
+
+
+def count_order_changes(entries: Mapping[str, list[tuple[int, float, str]]]) -> tuple[int, int]:
+    """Compare the rank column with trec_eval's order, per topic.
+
+    ``entries`` maps a topic to its (rank, score, doc) rows. Returns (topics whose
+    order changed because of tied scores, topics whose scores contradict the rank
+    column). trec_eval ignores the rank column and sorts by score descending, ties
+    by docno descending (evaluation.md); a tie is equal float32 scores.
+    """
+    tie_topics = 0
+    score_topics = 0
+    for rows in entries.values():
+        by_rank = sorted(rows, key=lambda r: r[0])
+        tie_changed = score_changed = False
+        for (_, s1, d1), (_, s2, d2) in zip(by_rank, by_rank[1:]):
+            f1, f2 = as_float32(s1), as_float32(s2)
+            if f1 < f2:
+                score_changed = True
+            elif f1 == f2 and d1 < d2:
+                tie_changed = True
+            if tie_changed and score_changed:
+                break
+        tie_topics += tie_changed
+        score_topics += score_changed
+    return tie_topics, score_topics
