@@ -1,0 +1,10 @@
+"""The HTML report: leaderboards, per-topic charts, findings and run records in one offline file.
+
+    from sharedtask.report import RunEntry, TaskSection, write_report
+    write_report(Path("report.html"), [TaskSection(task, runs)])
+"""
+
+from sharedtask.report.model import STATUSES, RunEntry, TaskSection, leaderboard
+from sharedtask.report.render import render_html, write_report
+
+__all__ = ["STATUSES", "RunEntry", "TaskSection", "leaderboard", "render_html", "write_report"]

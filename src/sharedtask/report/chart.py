@@ -1,0 +1,167 @@
+"""Grouped bar charts as inline SVG: topics on the x axis, one bar per run.
+
+Hand-written because the report must be one offline file without JavaScript;
+plotting libraries either need JS (plotly, vega) or a heavy dependency and an
+image encoder (matplotlib). Every value is a ``<title>`` tooltip, so the exact
+number is one hover away.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from html import escape
+
+#: Okabe-Ito plus Tableau colours: distinguishable with common colour blindness.
+PALETTE: tuple[str, ...] = (
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
+    "#F0E442", "#000000", "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF",
+)
+
+CHAR_W = 6.6  # average glyph width at 11px, for layout estimates
+PLOT_H = 220
+MARGIN_L, MARGIN_R, MARGIN_T = 60, 16, 12
+PLOT_MIN_W = 460.0
+BAR_MAX_W = 26.0
+
+
+@dataclass(frozen=True)
+class Series:
+    """One run's per-topic values for one measure."""
+
+    name: str
+    color: str
+    values: dict[str, float]
+
+
+def color(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def natural_key(text: str) -> list[object]:
+    """Sort "A.9" before "A.10" and "2" before "10" (topic ids)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
+
+
+def nice_ceiling(value: float) -> float:
+    """Smallest 1/2/2.5/5 x 10^k at or above ``value`` (axis maximum)."""
+    if value <= 0:
+        return 1.0
+    exp = math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        candidate = step * 10**exp
+        if candidate >= value - 1e-12:
+            return candidate
+    return 10 ** (exp + 1)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Series]) -> str:
+    """SVG markup of a grouped bar chart (class "chart", one ``rect.bar`` per value)."""
+    n = max(len(series), 1)
+    bar_w = 14.0 if n <= 3 else max(3.0, 42.0 / n) if n <= 14 else 3.0
+    group_gap = 10.0
+    group_w = n * bar_w + group_gap
+    if len(topics) * group_w < PLOT_MIN_W:  # few topics: widen the bars to fill the plot
+        group_w = PLOT_MIN_W / max(len(topics), 1)
+        bar_w = min(BAR_MAX_W, (group_w - group_gap) / n)
+    inset = (group_w - n * bar_w) / 2  # bars centred in their group
+    longest = max((len(t) for t in topics), default=1)
+    rotate = longest * CHAR_W > group_w - 2
+    label_h = (longest * CHAR_W * 0.72 + 10) if rotate else 16
+    plot_w = max(len(topics) * group_w, PLOT_MIN_W)
+
+    legend_items: list[tuple[float, float, Series]] = []
+    x, y, legend_w = 0.0, 0.0, plot_w
+    for s in series:
+        width = 16 + len(s.name) * CHAR_W + 18
+        if x > 0 and x + width > legend_w:
+            x, y = 0.0, y + 16
+        legend_items.append((x, y, s))
+        x += width
+    legend_h = (y + 16 + 8) if series else 0
+
+    top = MARGIN_T + legend_h
+    width = MARGIN_L + plot_w + MARGIN_R
+    height = top + PLOT_H + label_h + 30
+
+    values = [v for s in series for v in s.values.values() if v == v]
+    y_max = nice_ceiling(max(values, default=0.0))
+    y_min = -nice_ceiling(-min(values)) if values and min(values) < 0 else 0.0
+
+    def y_of(v: float) -> float:
+        return top + PLOT_H * (y_max - v) / (y_max - y_min)
+
+    out: list[str] = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{_num(width)}" height="{_num(height)}" '
+        f'viewBox="0 0 {_num(width)} {_num(height)}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    # legend
+    out.append(f'<g class="legend" transform="translate({MARGIN_L},{MARGIN_T})">')
+    for lx, ly, s in legend_items:
+        out.append(
+            f'<g class="legend-item"><rect x="{_num(lx)}" y="{_num(ly)}" width="11" height="11" rx="2" fill="{s.color}"/>'
+            f'<text x="{_num(lx + 16)}" y="{_num(ly + 10)}">{escape(s.name)}</text></g>'
+        )
+    out.append("</g>")
+    # grid and y axis
+    out.append('<g class="axis y-axis">')
+    ticks = 5
+    for i in range(ticks + 1):
+        v = y_min + (y_max - y_min) * i / ticks
+        ty = y_of(v)
+        out.append(f'<line class="grid" x1="{MARGIN_L}" x2="{_num(MARGIN_L + plot_w)}" y1="{_num(ty)}" y2="{_num(ty)}"/>')
+        out.append(f'<text x="{MARGIN_L - 6}" y="{_num(ty + 4)}" text-anchor="end">{_fmt(v)}</text>')
+    mid = top + PLOT_H / 2
+    out.append(
+        f'<text class="axis-label" x="14" y="{_num(mid)}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_num(mid)})">{escape(axis_label)}</text>'
+    )
+    out.append("</g>")
+    # bars
+    out.append('<g class="bars">')
+    zero_y = y_of(0.0)
+    for ti, topic in enumerate(topics):
+        gx = MARGIN_L + ti * group_w + inset
+        for si, s in enumerate(series):
+            if topic not in s.values:
+                continue
+            v = s.values[topic]
+            vy = y_of(v) if v == v else zero_y
+            y0, h = (vy, zero_y - vy) if vy <= zero_y else (zero_y, vy - zero_y)
+            if h < 1.5:  # keep zero bars visible (and hoverable) as a thin stub
+                y0, h = zero_y - 1.5, 1.5
+            out.append(
+                f'<rect class="bar" x="{_num(gx + si * bar_w)}" y="{_num(y0)}" width="{_num(max(bar_w - 1, 1.5))}" '
+                f'height="{_num(h)}" fill="{s.color}"><title>{escape(s.name)} · topic {escape(topic)}: '
+                f"{_fmt(v)}</title></rect>"
+            )
+    out.append("</g>")
+    # x axis
+    base = top + PLOT_H
+    out.append('<g class="axis x-axis">')
+    out.append(f'<line class="baseline" x1="{MARGIN_L}" x2="{_num(MARGIN_L + plot_w)}" y1="{_num(zero_y)}" y2="{_num(zero_y)}"/>')
+    for ti, topic in enumerate(topics):
+        cx = MARGIN_L + ti * group_w + group_w / 2
+        if rotate:
+            out.append(
+                f'<text x="{_num(cx)}" y="{_num(base + 12)}" text-anchor="end" '
+                f'transform="rotate(-45 {_num(cx)} {_num(base + 12)})">{escape(topic)}</text>'
+            )
+        else:
+            out.append(f'<text x="{_num(cx)}" y="{_num(base + 14)}" text-anchor="middle">{escape(topic)}</text>')
+    out.append(
+        f'<text class="axis-label" x="{_num(MARGIN_L + plot_w / 2)}" y="{_num(height - 8)}" '
+        f'text-anchor="middle">topic</text>'
+    )
+    out.append("</g></svg>")
+    return "".join(out)

@@ -1,0 +1,89 @@
+"""The data a report shows: one section per task, one entry per run, and their order.
+
+The demo and the organizer flow fill these objects; :mod:`sharedtask.report.render`
+turns them into HTML. Everything in a :class:`RunEntry` may come from an untrusted
+submission (names, findings, logs): renderers must escape it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sharedtask.findings import Finding, Severity
+from sharedtask.spec import Task
+
+#: Statuses of a sandboxed run (sandbox run record); only "success" can be ranked.
+STATUSES: tuple[str, ...] = ("success", "failed", "timeout", "oom", "output-limit", "error")
+
+
+@dataclass
+class RunEntry:
+    """One run of one task: what ran, how it ended, what the validator and evaluator said."""
+
+    name: str
+    image: str
+    command: str | None
+    status: str
+    valid: bool | None
+    findings: list[Finding]
+    scores: dict[str, float]
+    per_topic: dict[str, dict[str, float]]
+    record: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ranked(self) -> bool:
+        """A run is ranked when it finished and the validator did not reject it."""
+        return self.status == "success" and self.valid is not False
+
+    @property
+    def verdict(self) -> str:
+        """Short outcome label for the leaderboard: the status, or the validation verdict."""
+        if self.status != "success":
+            return self.status
+        if self.valid is False:
+            return "invalid"
+        return "valid" if self.valid else "not validated"
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+
+@dataclass
+class TaskSection:
+    """One task's part of the report: the task spec and its runs (any order)."""
+
+    task: Task
+    runs: list[RunEntry]
+
+
+def leaderboard(section: TaskSection) -> list[tuple[int | None, RunEntry]]:
+    """Runs in leaderboard order with their rank (None for unranked runs).
+
+    Ranked runs come first, by the task's primary measure (higher is better for
+    every measure the tasks declare: nDCG, MAP, P, bpref, LO, AR), ties sharing a
+    rank (1, 1, 3) and ordered by name for determinism; ranked runs without a
+    primary score follow them. Invalid and failed runs go to the bottom.
+    """
+    key = section.task.primary_measure.key
+    ranked = [r for r in section.runs if r.ranked and _finite(r.scores.get(key))]
+    unscored = [r for r in section.runs if r.ranked and not _finite(r.scores.get(key))]
+    unranked = [r for r in section.runs if not r.ranked]
+    ranked.sort(key=lambda r: (-r.scores[key], r.name))
+    unscored.sort(key=lambda r: r.name)
+    out: list[tuple[int | None, RunEntry]] = []
+    previous: float | None = None
+    rank = 0
+    for i, run in enumerate(ranked, 1):
+        if run.scores[key] != previous:
+            rank, previous = i, run.scores[key]
+        out.append((rank, run))
+    out.extend((None, r) for r in unscored)
+    # invalid (status success) before crashed runs: they produced output
+    out.extend((None, r) for r in sorted(unranked, key=lambda r: (r.status != "success", r.status, r.name)))
+    return out
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and value == value and value not in (float("inf"), float("-inf"))

@@ -1,0 +1,346 @@
+"""Render report sections as one self-contained HTML page and write it atomically.
+
+The page has inline CSS and inline SVG only: no JavaScript, no external URL, so it
+opens offline and can be mailed or archived as a single file. Every string that
+comes from a run (names, images, commands, findings, logs, notes) is escaped with
+:func:`html.escape`: submissions are untrusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from datetime import datetime, timezone
+from html import escape
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Iterable
+
+from sharedtask import __version__
+from sharedtask.findings import Finding, Severity
+from sharedtask.report.chart import Series, color, grouped_bars, natural_key
+from sharedtask.report.model import RunEntry, TaskSection, leaderboard
+
+MAX_EXAMPLES = 3  # example locations shown per finding code
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+# Record keys the sandbox may use for the same fact; the first present one wins.
+_WALL_KEYS = ("wall_seconds", "wall_time", "wall_time_seconds", "duration_seconds", "duration", "elapsed_seconds")
+_FIRST_KEYS = ("status", "exit_code", *_WALL_KEYS, "peak_memory", "peak_memory_bytes", "limits", "image", "command")
+
+
+def e(value: object) -> str:
+    """Escape anything for HTML text and attribute values."""
+    return escape(str(value), quote=True)
+
+
+def fmt_score(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value != value:
+        return "nan"
+    return f"{value:.4f}"
+
+
+def fmt_bytes(value: float) -> str:
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def fmt_seconds(value: float) -> str:
+    value = float(value)
+    if value < 60:
+        return f"{value:.2f} s"
+    minutes, seconds = divmod(value, 60)
+    return f"{int(minutes)} min {seconds:.0f} s"
+
+
+def wall_time(record: dict[str, Any]) -> float | None:
+    for key in _WALL_KEYS:
+        value = record.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _measure_columns(section: TaskSection) -> list[tuple[str, str, str]]:
+    """(key, label, procedure) of the declared measures plus any extra score keys."""
+    cols = [(m.key, m.label, m.procedure) for m in section.task.measures]
+    known = {c[0] for c in cols}
+    extra = sorted({k for r in section.runs for k in (*r.scores, *r.per_topic)} - known)
+    return cols + [(k, k, "reported by the evaluator") for k in extra]
+
+
+def _task_anchor(section: TaskSection) -> str:
+    return "task-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in section.task.id)
+
+
+def _badge(kind: str, text: str | None = None) -> str:
+    css = kind.replace(" ", "-")
+    return f'<span class="badge {e(css)}">{e(text if text is not None else kind)}</span>'
+
+
+def _outcome(run: RunEntry) -> str:
+    parts = [_badge(run.verdict)]
+    errors, warnings = run.count(Severity.ERROR), run.count(Severity.WARNING)
+    if errors:
+        parts.append(f'<span class="badge error n" title="validation errors">{errors} error{"s" * (errors != 1)}</span>')
+    if warnings:
+        parts.append(f'<span class="badge warning n" title="validation warnings">{warnings} warning{"s" * (warnings != 1)}</span>')
+    return "".join(parts)
+
+
+def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note_ids: dict[int, list[int]]) -> str:
+    primary = section.task.primary_measure.key
+    order = leaderboard(section)
+    best: dict[str, float] = {}
+    for _, run in order:
+        if run.ranked:
+            for key, _, _ in columns:
+                v = run.scores.get(key)
+                if v is not None and v == v and (key not in best or v > best[key]):
+                    best[key] = v
+    head = ["<th>#</th><th>run</th><th>outcome</th>"]
+    for key, label, procedure in columns:
+        cls = "num primary" if key == primary else "num"
+        head.append(f'<th class="{cls}" title="{e(procedure)}">{e(label)}</th>')
+    head.append('<th class="num">wall time</th>')
+    rows = []
+    for rank, run in order:
+        cells = [f'<td class="rank">{rank if rank is not None else "–"}</td>']
+        refs = "".join(f'<sup class="note-ref">{n}</sup>' for n in note_ids.get(id(run), []))
+        cells.append(f'<td class="name">{e(run.name)}{refs}<span class="image mono">{e(run.image)}</span></td>')
+        cells.append(f"<td>{_outcome(run)}</td>")
+        for key, _, _ in columns:
+            v = run.scores.get(key)
+            cls = ["num"]
+            if key == primary:
+                cls.append("primary")
+            if run.ranked and v is not None and best.get(key) == v:
+                cls.append("best")
+            cells.append(f'<td class="{" ".join(cls)}" data-measure="{e(key)}">{fmt_score(v)}</td>')
+        wall = wall_time(run.record)
+        cells.append(f'<td class="num">{fmt_seconds(wall) if wall is not None else "—"}</td>')
+        ranked = "yes" if run.ranked else "no"
+        rank_attr = f' data-rank="{rank}"' if rank is not None else ""
+        rows.append(f'<tr class="run" data-run="{e(run.name)}" data-ranked="{ranked}"{rank_attr} '
+                    f'data-status="{e(run.status)}">{"".join(cells)}</tr>')
+    return (f'<div class="scroll"><table class="leaderboard"><thead><tr>{"".join(head)}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _notes(section: TaskSection) -> tuple[dict[int, list[int]], str]:
+    """Numbered evaluator notes: footnote numbers per run, and the list itself."""
+    ids: dict[int, list[int]] = defaultdict(list)
+    items = []
+    for _, run in leaderboard(section):
+        for note in run.notes:
+            items.append(f"<li><strong>{e(run.name)}</strong>: {e(note)}</li>")
+            ids[id(run)].append(len(items))
+    return ids, (f'<ol class="notes">{"".join(items)}</ol>' if items else "")
+
+
+def _cards(section: TaskSection) -> str:
+    runs = section.runs
+    ranked = sum(r.ranked for r in runs)
+    invalid = sum(r.status == "success" and r.valid is False for r in runs)
+    failed = sum(r.status != "success" for r in runs)
+    order = leaderboard(section)
+    key = section.task.primary_measure.key
+    best = next((r for rank, r in order if rank == 1), None)
+    cards = [
+        f'<div class="card"><span class="n">{len(runs)}</span><span class="l">runs</span></div>',
+        f'<div class="card good"><span class="n">{ranked}</span><span class="l">ranked</span></div>',
+        f'<div class="card{" bad" if invalid else ""}"><span class="n">{invalid}</span><span class="l">invalid</span></div>',
+        f'<div class="card{" bad" if failed else ""}"><span class="n">{failed}</span><span class="l">failed</span></div>',
+    ]
+    if best is not None:
+        cards.append(f'<div class="card best"><span class="n">{fmt_score(best.scores.get(key))}</span>'
+                     f'<span class="l">best {e(section.task.primary_measure.label)}</span>'
+                     f'<span class="who">{e(best.name)}</span></div>')
+    return f'<div class="cards">{"".join(cards)}</div>'
+
+
+def _charts(section: TaskSection, columns: list[tuple[str, str, str]]) -> str:
+    order = [r for _, r in leaderboard(section)]
+    colors = {id(r): color(i) for i, r in enumerate(order)}
+    out = []
+    for key, label, procedure in columns:
+        runs = [r for r in order if r.per_topic.get(key)]
+        if not runs:
+            continue
+        topics = sorted({t for r in runs for t in r.per_topic[key]}, key=natural_key)
+        series = [Series(r.name, colors[id(r)], dict(r.per_topic[key])) for r in runs]
+        title = f"{label} per topic ({section.task.id})"
+        svg = grouped_bars(title, label, topics, series)
+        out.append(f'<figure class="chart-box" data-measure="{e(key)}"><figcaption>{e(label)} '
+                   f'<span>per topic · {len(topics)} topics × {len(runs)} runs · {e(procedure)}</span></figcaption>'
+                   f'<div class="scroll">{svg}</div></figure>')
+    return f'<div class="charts">{"".join(out)}</div>' if out else '<p class="empty">No per-topic scores (no run was evaluated).</p>'
+
+
+def group_findings(findings: Iterable[Finding]) -> list[tuple[Severity, str, list[Finding]]]:
+    """Findings grouped by (severity, code): errors first, then the most frequent."""
+    groups: dict[tuple[Severity, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(Severity(f.severity), f.code)].append(f)
+    ordered = sorted(groups.items(), key=lambda kv: (_SEVERITY_ORDER[kv[0][0]], -len(kv[1]), kv[0][1]))
+    return [(sev, code, items) for (sev, code), items in ordered]
+
+
+def _findings(section: TaskSection) -> str:
+    out = []
+    for _, run in leaderboard(section):
+        groups = group_findings(run.findings)
+        errors, warnings = run.count(Severity.ERROR), run.count(Severity.WARNING)
+        if run.valid is None and not run.findings:
+            summary = "not validated"
+        else:
+            summary = f"{errors} error(s), {warnings} warning(s), {len(run.findings) - errors - warnings} info"
+        rows = []
+        for sev, code, items in groups:
+            first = items[0]
+            examples = []
+            for f in items[:MAX_EXAMPLES]:
+                where = f'<code>{e(f.location)}</code> ' if f.location else ""
+                examples.append(f"<li>{where}{e(f.message)}</li>")
+            more = f"<li>… and {len(items) - MAX_EXAMPLES} more</li>" if len(items) > MAX_EXAMPLES else ""
+            hint = f'<div class="hint">hint: {e(first.hint)}</div>' if first.hint else ""
+            rows.append(f'<tr class="finding" data-code="{e(code)}"><td>{_badge(sev.value)}</td>'
+                        f'<td class="code mono">{e(code)}</td><td class="num">{len(items)}</td>'
+                        f'<td>{e(first.message)}{hint}<ul class="examples">{"".join(examples)}{more}</ul></td></tr>')
+        body = (f'<table class="findings"><thead><tr><th>severity</th><th>code</th><th class="num">count</th>'
+                f'<th>message and first examples</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+                if rows else '<p class="empty">No findings.</p>')
+        is_open = " open" if errors else ""
+        out.append(f'<details class="run-findings" data-run="{e(run.name)}"{is_open}><summary>{e(run.name)} '
+                   f'{_badge(run.verdict)}<span class="sub">{e(summary)}</span></summary>'
+                   f'<div class="body">{body}</div></details>')
+    return "".join(out)
+
+
+def _value(key: str, value: Any) -> str:
+    """One record value as HTML: sizes and durations readable, logs as pre blocks."""
+    lowered = key.lower()
+    if isinstance(value, bool) or value is None:
+        return e(value)
+    if isinstance(value, (int, float)):
+        if "bytes" in lowered or "memory" in lowered or lowered in ("max_output", "output_size"):
+            return f"{fmt_bytes(value)} <span class=\"sub mono\">({e(value)})</span>"
+        if "seconds" in lowered or lowered in ("timeout", "wall_time", "duration", "elapsed"):
+            return fmt_seconds(value)
+        return e(value)
+    if isinstance(value, dict):
+        return _kv(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and ("log" in lowered or "tail" in lowered):
+        return f'<pre class="log">{e(chr(10).join(value))}</pre>'
+    if isinstance(value, str):
+        if "\n" in value or "log" in lowered or "tail" in lowered or "stderr" in lowered or "stdout" in lowered:
+            return f'<pre class="log">{e(value)}</pre>'
+        return f'<span class="mono">{e(value)}</span>'
+    return f'<span class="mono">{e(json.dumps(value, default=str, ensure_ascii=False))}</span>'
+
+
+def _is_log(key: str, value: Any) -> bool:
+    lowered = key.lower()
+    return isinstance(value, (str, list)) and any(w in lowered for w in ("log", "tail", "stdout", "stderr"))
+
+
+def _kv(record: dict[str, Any]) -> str:
+    keys = [k for k in _FIRST_KEYS if k in record]
+    rest = sorted(k for k in record if k not in keys)
+    keys += [k for k in rest if not _is_log(k, record[k])] + [k for k in rest if _is_log(k, record[k])]
+    rows = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td>{_value(k, record[k])}</td></tr>" for k in keys)
+    return f'<table class="kv">{rows}</table>'
+
+
+def _records(section: TaskSection) -> str:
+    out = []
+    for _, run in leaderboard(section):
+        record: dict[str, Any] = {"image": run.image, "command": run.command if run.command is not None else "(image default)"}
+        record.update(run.record)
+        record.setdefault("status", run.status)
+        wall = wall_time(run.record)
+        sub = f"exit code {run.record.get('exit_code', '—')}" + (f" · {fmt_seconds(wall)}" if wall is not None else "")
+        out.append(f'<details class="record" data-run="{e(run.name)}"><summary>{e(run.name)} {_badge(run.status)}'
+                   f'<span class="sub">{e(sub)}</span></summary><div class="body">{_kv(record)}</div></details>')
+    return "".join(out)
+
+
+def _section(section: TaskSection) -> str:
+    task = section.task
+    columns = _measure_columns(section)
+    note_ids, notes = _notes(section)
+    measures = "".join(f"<dt>{e(label)}</dt><dd>{e(proc)}</dd>" for _, label, proc in columns)
+    meta = (f"<code>{e(task.id)}</code> · {e(task.edition)} ({e(task.year)}) · run format "
+            f"<code>{e(task.output.format)}</code> · ranked by <strong>{e(task.primary_measure.label)}</strong>")
+    if not section.runs:
+        body = '<p class="empty">No runs for this task.</p>'
+    else:
+        body = (f"{_cards(section)}<h3>Leaderboard</h3>{_leaderboard(section, columns, note_ids)}{notes}"
+                f'<dl class="measures">{measures}</dl>'
+                f"<h3>Per-topic scores</h3>{_charts(section, columns)}"
+                f"<h3>Validation findings</h3>{_findings(section)}"
+                f"<h3>Run records</h3>{_records(section)}")
+    return (f'<section class="task" id="{_task_anchor(section)}" data-task="{e(task.id)}"><h2>{e(task.title)}</h2>'
+            f'<p class="task-meta">{meta}</p>{body}</section>')
+
+
+# --------------------------------------------------------------------------- page
+
+
+def _css() -> str:
+    return files("sharedtask.report").joinpath("report.css").read_text(encoding="utf-8")
+
+
+def render_html(sections: list[TaskSection], *, title: str = "sharedtask report",
+                generated: datetime | None = None) -> str:
+    """The whole report page as a string."""
+    when = (generated or datetime.now(timezone.utc)).replace(microsecond=0)
+    n_runs = sum(len(s.runs) for s in sections)
+    toc = "".join(f'<a href="#{_task_anchor(s)}">{e(s.task.id)} <span>({len(s.runs)})</span></a>' for s in sections)
+    body = "".join(_section(s) for s in sections) or '<p class="empty">No tasks in this report.</p>'
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="sharedtask {e(__version__)}">'
+        f"<title>{e(title)}</title><style>{_css()}</style></head><body>"
+        f'<header class="page"><h1>{e(title)}</h1>'
+        f'<p class="meta">{len(sections)} task(s) · {n_runs} run(s) · generated {e(when.isoformat(sep=" "))} '
+        f"by sharedtask {e(__version__)}</p><nav class=\"toc\">{toc}</nav></header>"
+        f"<main>{body}</main>"
+        "<footer>Scores follow each task's declared procedure; hover a bar for its exact value. "
+        "Unranked runs failed in the sandbox or were rejected by the validator.</footer>"
+        "</body></html>\n"
+    )
+
+
+def write_report(path: Path, sections: list[TaskSection], *, title: str = "sharedtask report",
+                 generated: datetime | None = None) -> Path:
+    """Write the report atomically (temp file + rename) and return its path.
+
+    Why atomic: a browser or CI artifact upload must never see half a page.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = render_html(sections, title=title, generated=generated)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
