@@ -131,8 +131,15 @@ def read_posts(path: PathLike) -> Iterator[Question | Answer]:
             raise FormatError(path, f"malformed XML: {expat.ErrorString(exc.code)}", line=exc.lineno,
                               column=exc.offset + 1,
                               hint="the file may be truncated or not an ARQMath Posts file") from None
+        except LookupError as exc:
+            raise _encoding_error(path, exc) from None
         except DECODE_ERRORS as exc:
             raise decode_error(path, exc) from None
+
+
+def _encoding_error(path: PathLike, exc: LookupError) -> FormatError:
+    return FormatError(path, f"the XML declaration names an unsupported encoding ({exc})", line=1,
+                       hint='official files start with <?xml version="1.0" encoding="utf-8"?>')
 
 
 # ---------------------------------------------------------------- topics
@@ -162,6 +169,8 @@ def _parse_small_xml(path: PathLike) -> ET.Element:
             line, col = exc.position
             raise FormatError(path, f"malformed XML: {expat.ErrorString(exc.code)}", line=line,
                               column=col + 1) from None
+        except LookupError as exc:
+            raise _encoding_error(path, exc) from None
         except DECODE_ERRORS as exc:
             raise decode_error(path, exc) from None
 
