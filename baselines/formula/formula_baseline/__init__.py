@@ -1,0 +1,1 @@
+"""Formula retrieval baseline for ARQMath Task 2: Approach Zero (pya0) or Lucene over formula tokens."""
