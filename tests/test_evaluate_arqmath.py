@@ -1,0 +1,230 @@
+"""ARQMath measures vs independent computations.
+
+Tasks 1 and 2: the prime run is built BY HAND in each test (from the fixture's lines,
+following reference/evaluation.md) and scored by calling pytrec_eval directly; our
+evaluator must agree to 1e-6. Task 3: hand arithmetic written out in the test.
+Fixtures (tests/fixtures/eval/) contain ties, duplicates, unjudged documents, a run
+topic missing from the qrels and qrels topics missing from the run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.evaluate import evaluate
+from sharedtask.evaluate.lexical import token_f1, tokens
+
+FIX = Path(__file__).parent / "fixtures" / "eval"
+T1 = FIX / "arqmath-task1"
+T2 = FIX / "arqmath-task2"
+T3 = FIX / "arqmath-task3"
+
+
+def _trec(qrels, run, measure, level):
+    values = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=level).evaluate(run)
+    per = {t: v[measure] for t, v in values.items()}
+    return per, sum(per.values()) / len(per)
+
+
+T1_QRELS = {
+    "A.1": {"10": 3, "11": 2, "12": 1, "13": 0, "14": 2, "15": 3},
+    "A.2": {"20": 0, "21": 1, "22": 2},
+    "A.3": {"30": 3},
+    "A.4": {"40": 2},
+}
+# Prime run of run.tsv by hand: 99/98/77/31 unjudged -> removed; the second "A.1 11" line is a
+# duplicate -> the first (score 9.0) stays; A.5 is not in the qrels; A.3 keeps nothing; A.4 absent.
+T1_PRIME = {"A.1": {"10": 9.0, "11": 9.0, "12": 8.0, "13": 6.0}, "A.2": {"22": 3.0, "20": 2.0}}
+
+
+@pytest.mark.parametrize("run_file", ["run.tsv", "run-q0.txt"])
+def test_task1_prime_measures_match_pytrec_eval_on_hand_built_prime_run(run_file):
+    result = evaluate(T1 / run_file, "arqmath-3-task1", qrels=T1 / "qrels.tsv", per_topic=True)
+    for key, measure, level in [("ndcg_prime", "ndcg", 1), ("map_prime", "map", 2),
+                                ("p10_prime", "P_10", 2), ("bpref_prime", "bpref", 2)]:
+        per, mean = _trec(T1_QRELS, T1_PRIME, measure, level)
+        assert result.scores[key] == pytest.approx(mean, abs=1e-6), key
+        assert result.per_topic[key] == pytest.approx(per, abs=1e-6), key
+        assert result.topics_averaged[key] == 2  # A.3 and A.4 drop out (trec_eval without -c)
+
+
+def test_task1_hand_arithmetic_for_one_topic():
+    """A.2 by hand: prime order 22 (rel 2), 20 (rel 0); ideal 22 (2), 21 (1), 20 (0)."""
+    result = evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv", per_topic=True)
+    dcg = 2 / math.log2(2) + 0 / math.log2(3)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3)
+    assert result.per_topic["ndcg_prime"]["A.2"] == pytest.approx(dcg / idcg, abs=1e-6)
+    assert result.per_topic["map_prime"]["A.2"] == pytest.approx(1.0)  # the only H+M doc at rank 1
+    assert result.per_topic["p10_prime"]["A.2"] == pytest.approx(0.1)
+
+
+def test_task1_notes_say_what_was_removed_and_how_topics_were_averaged():
+    result = evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv")
+    text = "\n".join(result.notes)
+    assert "1 repeated (topic, post)" in text
+    assert "4 unjudged post(s) removed" in text
+    assert "A.3, A.4" in text  # left out of the means
+    assert "ties changed the order of 1 topic(s)" in text  # 10 and 11 tie at 9.0 in A.1
+    assert "without -c" in result.measure("ndcg_prime").averaging
+    assert result.per_topic == {}  # only when asked
+
+
+def test_task1_tie_breaking_is_trec_evals_not_the_rank_column(tmp_path):
+    """Two judged posts with equal scores: trec_eval puts the larger docno first, whatever the ranks say."""
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("A.1\t0\t10\t0\nA.1\t0\t20\t3\n")
+    run = tmp_path / "run.tsv"
+    run.write_text("A.1\t10\t1\t5.0\tx\nA.1\t20\t2\t5.0\tx\n")
+    result = evaluate(run, "arqmath-3-task1", qrels=qrels)
+    assert result.scores["ndcg_prime"] == pytest.approx(1.0)  # 20 first: ideal order
+    assert result.scores["p10_prime"] == pytest.approx(0.1)
+    assert result.scores["map_prime"] == pytest.approx(1.0)
+
+
+def _oracle(tmp_path: Path, seed: int = 7) -> tuple[Path, Path, dict]:
+    rnd = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    for t in range(1, 31):
+        n = rnd.randint(1, 40)
+        docs = {str(1000 * t + i): rnd.choice([0, 0, 1, 2, 3]) for i in range(n)}
+        docs[str(1000 * t + 999)] = rnd.choice([2, 3])  # every topic has an H+M answer
+        qrels[f"A.{t}"] = docs
+    qpath, rpath = tmp_path / "qrels.tsv", tmp_path / "oracle.tsv"
+    with qpath.open("w") as q, rpath.open("w") as r:
+        for topic, docs in qrels.items():
+            for doc, rel in docs.items():
+                q.write(f"{topic}\t0\t{doc}\t{rel}\r\n")
+            ordered = sorted(docs, key=lambda d: -docs[d])
+            for rank, doc in enumerate(ordered, 1):
+                r.write(f"{topic}\t{doc}\t{rank}\t{1000 - rank}\toracle\n")
+                r.write(f"{topic}\t{int(doc) + 500000}\t{rank}\t{1000 - rank}.5\toracle\n")  # unjudged noise
+    return qpath, rpath, qrels
+
+
+def test_oracle_run_scores_one_and_p10_is_bounded_by_hm_counts(tmp_path):
+    qpath, rpath, qrels = _oracle(tmp_path)
+    result = evaluate(rpath, "arqmath-3-task1", qrels=qpath)
+    assert result.scores["ndcg_prime"] == pytest.approx(1.0, abs=1e-9)
+    assert result.scores["map_prime"] == pytest.approx(1.0, abs=1e-9)
+    expected = sum(min(10, sum(r >= 2 for r in d.values())) / 10 for d in qrels.values()) / len(qrels)
+    assert result.scores["p10_prime"] == pytest.approx(expected, abs=1e-9)
+    assert expected < 1.0  # the property is not vacuous
+
+
+# --- Task 2 --------------------------------------------------------------------------------
+
+T2_QRELS = {"B.1": {"100": 3, "200": 1, "300": 2, "400": 0}, "B.2": {"100": 2}}
+# By hand, B.1 sorted by score: f2 9.0 (v100) | f1 8.0 (v100, dropped: v100 seen) | f6 7.0 (v500,
+# unjudged) | f7 6.5 (v200, kept with 6.5) | f3 6.0 (v200, dropped) | f99 5.5 (not in the index) |
+# f4 5.0 (v300) | f5 5.0 (v400). B.2: f3 -> v200, unjudged for B.2 -> nothing. B.3: not in qrels.
+T2_PRIME = {"B.1": {"100": 9.0, "200": 6.5, "300": 5.0, "400": 5.0}}
+
+
+def test_task2_visual_id_dedup_then_prime_matches_pytrec_eval():
+    result = evaluate(T2 / "run.tsv", "arqmath-3-task2", truth_dir=T2 / "truth", per_topic=True)
+    for key, measure, level in [("ndcg_prime", "ndcg", 1), ("map_prime", "map", 2),
+                                ("p10_prime", "P_10", 2), ("bpref_prime", "bpref", 2)]:
+        per, mean = _trec(T2_QRELS, T2_PRIME, measure, level)
+        assert result.scores[key] == pytest.approx(mean, abs=1e-6), key
+        assert result.per_topic[key] == pytest.approx(per, abs=1e-6), key
+    text = "\n".join(result.notes)
+    assert "1 formula id(s) not in the index" in text
+    assert "2 formula instance(s) dropped" in text
+    # v300 and v400 tie at 5.0; trec_eval puts "400" first although f4 (v300) has the better rank
+    assert "ties changed the order of 1 topic(s)" in text
+
+
+def test_task2_map_by_hand():
+    """Order 100 (9.0, rel 3), 200 (6.5, rel 1), then the 5.0 tie: 400 (rel 0) before 300 (rel 2)
+    by trec_eval's docno-descending tie break. H+M = {100, 300} at positions 1 and 4:
+    AP = (1/1 + 2/4) / 2 = 0.75 (300 before 400 would give (1 + 2/3) / 2)."""
+    result = evaluate(T2 / "run.tsv", "arqmath-3-task2", truth_dir=T2 / "truth")
+    assert result.scores["map_prime"] == pytest.approx((1 / 1 + 2 / 4) / 2, abs=1e-6)
+
+
+def test_task2_formula_index_from_input_dir(tmp_path):
+    (tmp_path / "formulas").mkdir()
+    src = T2 / "truth" / "formulas" / "latex_representation_v3_1.tsv"
+    (tmp_path / "formulas" / src.name).write_bytes(src.read_bytes())
+    result = evaluate(T2 / "run.tsv", "arqmath-3-task2", qrels=T2 / "truth" / "qrels.tsv", input_dir=tmp_path)
+    per, mean = _trec(T2_QRELS, T2_PRIME, "ndcg", 1)
+    assert result.scores["ndcg_prime"] == pytest.approx(mean, abs=1e-6)
+
+
+def test_task2_without_formula_index_is_a_clear_error():
+    with pytest.raises(SharedTaskError, match="formula index"):
+        evaluate(T2 / "run.tsv", "arqmath-3-task2", qrels=T2 / "truth" / "qrels.tsv")
+
+
+# --- Task 3 --------------------------------------------------------------------------------
+
+
+def test_task3_ar_and_p1_by_hand():
+    result = evaluate(T3 / "run.tsv", "arqmath-3-task3", truth_dir=T3, per_topic=True)
+    # qrels topics A.301 A.302 A.303 A.304 A.306:
+    # A.301 answer = ans1 (whitespace differs) -> 3; A.302, A.303 answers unjudged -> 0;
+    # A.304 no answer -> 0; A.306 = ans8 graded 6 ("do not know") -> 0.
+    assert result.per_topic["ar"] == {"A.301": 3.0, "A.302": 0.0, "A.303": 0.0, "A.304": 0.0, "A.306": 0.0}
+    assert result.scores["ar"] == pytest.approx(3 / 5, abs=1e-6)
+    assert result.scores["p1"] == pytest.approx(1 / 5, abs=1e-6)
+    text = "\n".join(result.notes)
+    assert "2 answer(s) are not among the judged answers" in text
+    assert "1 extra line(s) ignored" in text
+
+
+def test_task3_lexical_overlap_by_hand():
+    result = evaluate(T3 / "run.tsv", "arqmath-3-task3", truth_dir=T3, per_topic=True)
+    lo = result.per_topic["lexical_overlap"]
+    # references (H+M): A.301 {ans1}; A.302 {ans4}; A.304 {ans7}; A.303 and A.306 have none -> excluded.
+    assert set(lo) == {"A.301", "A.302", "A.304"}
+    assert lo["A.301"] == pytest.approx(1.0)  # same tokens: the derivative of x2 is 2x
+    # A.302: system [area under curve is integral i think] (7) vs ref [integral is area under curve] (5):
+    # common 5, P = 5/7, R = 1, F1 = 2PR/(P+R) = 10/12
+    assert lo["A.302"] == pytest.approx(10 / 12, abs=1e-6)
+    assert lo["A.304"] == 0.0  # no answer
+    assert result.scores["lexical_overlap"] == pytest.approx((1 + 10 / 12 + 0) / 3, abs=1e-6)
+    assert result.primary.key == "lexical_overlap"
+
+
+def test_squad_tokenizer():
+    assert tokens("The derivative of $x^2$ is $2x$.") == ["derivative", "of", "x2", "is", "2x"]
+    assert tokens("An apple, a pear; THE end!") == ["apple", "pear", "end"]
+    assert token_f1("x y z", "y z w") == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
+    assert token_f1("a b c", "b c d") == pytest.approx(0.8)  # "a" is an article: P = 2/2, R = 2/3
+    assert token_f1("", "") == 1.0 and token_f1("the", "x") == 0.0
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def test_qrels_in_the_wrong_format_is_a_clear_error():
+    with pytest.raises(FormatError, match="looks like a run"):
+        evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "run.tsv")
+
+
+def test_run_of_another_task_is_refused():
+    with pytest.raises(FormatError, match="ARQMath Task 2 run"):
+        evaluate(T2 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv")
+
+
+def test_no_topic_overlap_is_an_error_not_zero(tmp_path):
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("A.900\t0\t10\t3\n")
+    with pytest.raises(SharedTaskError, match="no topic of the run is in the qrels"):
+        evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=qrels)
+
+
+def test_unknown_measure_lists_the_known_ones():
+    with pytest.raises(SharedTaskError, match="known measures: ndcg_prime"):
+        evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv", measures=["ndcg"])
+
+
+def test_measures_can_be_narrowed():
+    result = evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv", measures=["p10_prime"])
+    assert list(result.scores) == ["p10_prime"]
