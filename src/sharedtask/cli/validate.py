@@ -1,0 +1,70 @@
+"""``sharedtask validate RUN --task ID``: check a run before it costs a team its result.
+
+Exit codes (design.md): 0 valid (warnings allowed), 1 invalid, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from sharedtask.render import dumps, render_findings, render_summary
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "validate",
+        help="check a run file (or TIRA output dir) against a task's output contract",
+        description="Validate a run: structure, fields, per-topic ranking rules (duplicates, ties, "
+        "rank/score order, depth), topics, ARQMath specifics. Stricter than TIRA and trec_eval.",
+    )
+    p.add_argument("run", type=Path, help="run file, or a TIRA output directory holding run.txt / run.txt.gz")
+    p.add_argument("--task", required=True, help="task id, e.g. touche-2021-task1 (see `sharedtask tasks`)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--topics", type=Path, help="topics XML in the task's format")
+    src.add_argument("--input", type=Path, metavar="DATASET_DIR",
+                     help="the task's input dataset: topics, and ARQMath answer / formula ids")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--fix", type=Path, metavar="OUT", help="also write a normalized run to OUT")
+    p.add_argument("--examples", type=int, default=3, help="findings shown per code (default 3)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from sharedtask.spec import load_task
+    from sharedtask.validate import fix_run, load_topics, validate
+
+    task = load_task(args.task)
+    topics = load_topics(task, topics_file=args.topics) if args.topics else None
+    result = validate(args.run, task, topics=topics, input_dir=args.input)
+    report = fix_run(args.run, task, args.fix) if args.fix else None
+    if args.json:
+        data = result.to_json()
+        if report is not None:
+            data["fix"] = report.to_json()
+        sys.stdout.write(dumps(data) + "\n")
+        return 0 if result.valid else 1
+    console = Console(highlight=False)
+    s = result.stats
+    console.print(
+        f"[bold]{result.path}[/] ({task.id}, {s.layout}): {s.lines:,} lines, {s.topics:,} topics, "
+        f"depth {s.min_depth:,}-{s.max_depth:,}",
+        soft_wrap=True,
+    )
+    render_findings(console, result.findings, result.omitted, examples=args.examples)
+    render_summary(console, result.findings, result.omitted, subject=str(result.path))
+    if report is not None:
+        console.print(f"[bold]fixed run written to {report.out_path}[/] ({report.lines_written:,} lines)")
+        for what, n in report.changes.items():
+            if n:
+                console.print(f"  {what}: {n:,}")
+        if not report.changed:
+            console.print("  nothing needed changing")
+        if report.after is not None:
+            render_findings(console, [f for f in report.after.findings if f.severity.value != "info"],
+                            report.after.omitted, examples=args.examples)
+            render_summary(console, report.after.findings, report.after.omitted, subject=str(report.out_path))
+    return 0 if result.valid else 1

@@ -1,0 +1,90 @@
+"""The run validator: rules that turn a run file into findings.
+
+Public API::
+
+    result = validate(run_path, task, topics=None, input_dir=None, file_name=None)
+    result.valid, result.findings, result.stats, result.to_json()
+    find_run_file(path)          # a run file, or run.txt / run.txt.gz in a TIRA output dir
+    fix_run(run_path, task, out_path) -> FixReport
+
+Severity rule (issue 3): what TIRA, trec_eval or the task's official scorer would
+reject or silently misread is an error; legal but risky is a warning; facts worth
+knowing (e.g. TIRA cannot check this layout) are info. Codes are stable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sharedtask.validate import arqmath, engine
+from sharedtask.validate.fix import FixReport, fix_run
+from sharedtask.validate.model import Collector, RunStats, ValidationResult
+from sharedtask.validate.structure import find_run_file
+from sharedtask.validate.topics import topic_ids
+
+__all__ = [
+    "FixReport",
+    "RunStats",
+    "ValidationResult",
+    "find_run_file",
+    "fix_run",
+    "load_topics",
+    "validate",
+]
+
+
+def load_topics(task: Any, *, topics_file: Path | None = None, input_dir: Path | None = None) -> set[str] | None:
+    """Topic ids from an explicit topics file, else from the input dataset's topics file."""
+    spec = task.input.file("topics")
+    fmt = spec.format if spec is not None else "arqmath-topics-xml"
+    if topics_file is not None:
+        return topic_ids(Path(topics_file), fmt)
+    if input_dir is not None and spec is not None:
+        files = arqmath.require(Path(input_dir), spec.path, "topics file")
+        return topic_ids(files[0], fmt)
+    return None
+
+
+def validate(
+    run_path: Path,
+    task: Any,
+    *,
+    topics: set[str] | None = None,
+    input_dir: Path | None = None,
+    file_name: str | None = None,
+    limit_per_code: int = 200,
+) -> ValidationResult:
+    """Validate a run (file or TIRA output directory) against a task's output contract.
+
+    ``topics`` defaults to the topics file of ``input_dir``; with ``input_dir`` ARQMath
+    Task 1 post ids must be answers and Task 2 formula ids must be in the formula index.
+    Raises SharedTaskError only when validation cannot run (missing file, bad input dir).
+    """
+    path = find_run_file(Path(run_path))
+    if topics is None and input_dir is not None:
+        topics = load_topics(task, input_dir=input_dir)
+    answers = formulas = None
+    if input_dir is not None:
+        dataset = Path(input_dir)
+        if task.family == "arqmath-task1":
+            posts = task.input.file("posts")
+            if posts is not None:
+                answers = arqmath.answer_ids(arqmath.require(dataset, posts.path, "posts file")[0])
+        elif task.family == "arqmath-task2":
+            spec = task.input.file("formulas")
+            if spec is not None:
+                formulas = arqmath.formula_ids(arqmath.require(dataset, spec.path, "formula index"))
+    return engine.run(
+        path,
+        task,
+        topics=topics,
+        answer_ids=answers,
+        formula_ids=formulas,
+        file_name=file_name,
+        limit_per_code=limit_per_code,
+    )
+
+
+# Re-exported for the input checker and others that render findings the same way.
+_ = Collector

@@ -1,0 +1,154 @@
+"""ARQMath specifics: collection id sets (answers, formulas) and the run-file name.
+
+Posts.xml has ~1.4M answers and the formula index ~28M formulas: ids are kept in a
+bitmap (one bit per possible id, numpy) instead of a Python set of ints, i.e. a few
+MB instead of GBs, and a topic's ids are looked up in one vectorized step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.findings import Severity
+from sharedtask.validate.model import Collector
+
+
+class IdSet:
+    """A set of non-negative integer ids stored as a growable bitmap."""
+
+    def __init__(self) -> None:
+        self._bits = np.zeros(1 << 16, dtype=np.uint8)
+        self.size = 0
+
+    def add_many(self, ids: Iterable[int], batch: int = 1 << 20) -> None:
+        buf: list[int] = []
+        for i in ids:
+            buf.append(i)
+            if len(buf) >= batch:
+                self._add(np.asarray(buf, dtype=np.int64))
+                buf.clear()
+        if buf:
+            self._add(np.asarray(buf, dtype=np.int64))
+
+    def _add(self, arr: np.ndarray) -> None:
+        arr = arr[arr >= 0]
+        if arr.size == 0:
+            return
+        need = int(arr.max() >> 3) + 1
+        if need > self._bits.size:
+            grown = np.zeros(max(need, self._bits.size * 2), dtype=np.uint8)
+            grown[: self._bits.size] = self._bits
+            self._bits = grown
+        np.bitwise_or.at(self._bits, arr >> 3, (1 << (arr & 7)).astype(np.uint8))
+        self.size += int(arr.size)
+
+    def missing(self, ids: list[int]) -> list[int]:
+        """Positions in ``ids`` whose id is not in the set (negative ids count as missing)."""
+        arr = np.asarray(ids, dtype=np.int64)
+        inside = (arr >= 0) & ((arr >> 3) < self._bits.size)
+        hit = np.zeros(arr.size, dtype=bool)
+        sel = arr[inside]
+        hit[inside] = (self._bits[sel >> 3] >> (sel & 7).astype(np.uint8)) & 1 == 1
+        return np.flatnonzero(~hit).tolist()
+
+    def __contains__(self, i: int) -> bool:
+        return not self.missing([i])
+
+
+# --------------------------------------------------------------------- collection
+
+
+def _posts_rows(path: Path) -> Iterator[tuple[str, str]]:
+    """(Id, PostTypeId) of every post, through the shared reader (sharedtask.formats)."""
+    from sharedtask.formats import read_posts  # type: ignore[attr-defined]
+
+    for post in read_posts(path):
+        pid = _attr(post, "id", "post_id", "Id")
+        kind = _attr(post, "post_type", "post_type_id", "type", "PostTypeId")
+        if kind is None and getattr(post, "is_answer", None) is not None:
+            kind = "2" if post.is_answer else "1"
+        yield str(pid), str(kind)
+
+
+def _attr(obj: object, *names: str) -> object | None:
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def answer_ids(path: Path) -> IdSet:
+    """Ids of the answer posts (PostTypeId 2) in Posts.xml, read once."""
+    ids = IdSet()
+
+    def gen() -> Iterator[int]:
+        for pid, kind in _posts_rows(path):
+            if kind in ("2", "answer", "PostType.ANSWER") and pid.isdigit():
+                yield int(pid)
+
+    ids.add_many(gen())
+    return ids
+
+
+def formula_ids(paths: list[Path]) -> IdSet:
+    """Formula ids of the formula index TSV files (column ``id``)."""
+    from sharedtask.formats import read_formula_index  # type: ignore[attr-defined]
+
+    ids = IdSet()
+
+    def gen() -> Iterator[int]:
+        for path in paths:
+            for row in read_formula_index(path):
+                fid = _attr(row, "id", "formula_id")
+                if fid is not None and str(fid).isdigit():
+                    yield int(fid)
+
+    ids.add_many(gen())
+    return ids
+
+
+def input_files(dataset: Path, pattern: str) -> list[Path]:
+    if any(ch in pattern for ch in "*?["):
+        return sorted(p for p in dataset.glob(pattern) if p.is_file())
+    p = dataset / pattern
+    return [p] if p.is_file() else []
+
+
+def require(dataset: Path, pattern: str, what: str) -> list[Path]:
+    found = input_files(dataset, pattern)
+    if not found:
+        raise SharedTaskError(f"{dataset}: no {what} ({pattern}) in the input dataset",
+                              hint="--input must be the task's dataset folder ($inputDataset)")
+    return found
+
+
+# ----------------------------------------------------------------------- file name
+
+
+def check_file_name(out: Collector, name: str, pattern: str | None) -> None:
+    """ARQMath's submission naming convention: a warning, casing differences too (lenient)."""
+    if pattern is None or name in ("run.txt", "run.txt.gz"):
+        return
+    if re.fullmatch(pattern, name):
+        return
+    if re.fullmatch(pattern, name, re.IGNORECASE):
+        out.add(
+            Severity.WARNING,
+            "RUN-FILE-NAME-CASE",
+            f"file name {name!r} follows the naming convention only when case is ignored",
+            hint=f"the convention is {pattern!r} (e.g. team-task1-run-auto-both-P.tsv)",
+        )
+        return
+    out.add(
+        Severity.WARNING,
+        "RUN-FILE-NAME",
+        f"file name {name!r} does not follow the task's naming convention",
+        hint=f"name submitted runs like {pattern!r}: Team-taskN-RunName-{{auto|manual}}-{{math|text|both}}-{{P|A}}.tsv",
+    )

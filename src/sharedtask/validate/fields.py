@@ -1,0 +1,301 @@
+"""Column layouts of the run formats and the per-field rules.
+
+The hot loop only splits lines and groups them by topic; these functions run on
+the columns of a whole topic at once (C-level list/str operations) and fall back
+to per-value checks only when the quick test fails.
+
+Sources: reference/tasks-and-formats.md (layouts, TIRA's check), reference/evaluation.md
+(how trec_eval reads scores: C ``atof``, so ``1_000`` reads as 1 and ``١`` as 0).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from sharedtask.findings import Severity
+from sharedtask.validate.model import Collector
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each field sits in a line of one run format."""
+
+    name: str
+    columns: tuple[str, ...]
+    sep: str | None  # None: any whitespace (TREC); "\t": tab separated (ARQMath)
+    maxsplit: int  # -1, or 5 for Task 3 whose last column (the answer) holds spaces
+    topic: int
+    doc: int | None  # the key that must be unique per topic (docno / post id / formula id)
+    rank: int
+    score: int
+    tag: int
+    q0: int | None = None
+    post: int | None = None  # Task 2: the post holding the formula
+    answer: int | None = None  # Task 3
+    sources: int | None = None  # Task 3
+    tira_compatible: bool = True  # can TIRA's run.txt check accept this layout at all?
+
+    @property
+    def ncol(self) -> int:
+        return len(self.columns)
+
+    def column_text(self) -> str:
+        return " ".join(self.columns)
+
+
+TREC = Layout("trec-run", ("qid", "Q0", "docno", "rank", "score", "tag"), None, -1, 0, 2, 3, 4, 5, q0=1)
+ARQ1 = Layout(
+    "arqmath-task1-run", ("Topic_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1, 0, 1, 2, 3, 4,
+    tira_compatible=False,  # TIRA's check demands exactly 6 columns
+)
+# Lenient variant (reference/tasks-and-formats.md): TREC with Q0, accepted by the official scripts.
+ARQ1_TREC = Layout(
+    "arqmath-task1-run (6-column TREC variant)", ("Topic_Id", "Q0", "Post_Id", "Rank", "Score", "Run_Tag"),
+    "\t", -1, 0, 2, 3, 4, 5, q0=1,
+)
+ARQ2 = Layout(
+    "arqmath-task2-run", ("Topic_Id", "Formula_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1,
+    0, 1, 3, 4, 5, post=2,
+)
+ARQ3 = Layout(
+    "arqmath-task3-run", ("Topic_Id", "Rank", "Score", "Run_Tag", "Sources", "Answer"), "\t", 5,
+    0, None, 1, 2, 3, sources=4, answer=5,
+    tira_compatible=False,  # the answer holds spaces and column 4 is the tag, not an integer rank
+)
+
+LAYOUTS: dict[str, Layout] = {
+    "trec-run": TREC,
+    "arqmath-task1-run": ARQ1,
+    "arqmath-task2-run": ARQ2,
+    "arqmath-task3-run": ARQ3,
+}
+
+
+def column_of(parts: list[str] | tuple[str, ...], index: int) -> int:
+    """1-based column of field ``index``, assuming one separator character between fields."""
+    return 1 + sum(len(p) + 1 for p in parts[:index])
+
+
+# ----------------------------------------------------------------------------- ids
+
+
+def bulk_fullmatch(pattern: re.Pattern[str], values: list[str] | tuple[str, ...]) -> bool:
+    """True iff every value fully matches ``pattern``, checked in one regex pass.
+
+    ``^(?:p)$`` in MULTILINE mode over the values joined by newlines finds one match
+    per line only if every line matches entirely (a match that spanned lines would
+    leave fewer matches than lines), so the count proves it. Values never contain a
+    newline here (they come from split lines).
+    """
+    if not values:
+        return True
+    multi = _multiline(pattern)
+    return len(multi.findall("\n".join(values))) == len(values)
+
+
+_MULTI_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _multiline(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    got = _MULTI_CACHE.get(pattern.pattern)
+    if got is None:
+        got = re.compile(f"^(?:{pattern.pattern})$", re.MULTILINE | pattern.flags)
+        _MULTI_CACHE[pattern.pattern] = got
+    return got
+
+
+def check_ids(
+    out: Collector,
+    code: str,
+    what: str,
+    pattern: re.Pattern[str] | None,
+    values: list[str] | tuple[str, ...],
+    lines: list[int],
+    index: int,
+    rows: list[list[str]],
+) -> None:
+    """Error for each id not fully matching the task's pattern (reference: the severity rule of issue 3)."""
+    if pattern is None or bulk_fullmatch(pattern, values):
+        return
+    for k, value in enumerate(values):
+        if pattern.fullmatch(value) is None:
+            if not out.wants(code):
+                out.count_only(Severity.ERROR, code)
+                continue
+            out.add(
+                Severity.ERROR,
+                code,
+                f"{what} {value!r} does not match the task's pattern {pattern.pattern!r}",
+                hint=f"write {what}s exactly as the collection spells them",
+                line=lines[k],
+                column=column_of(rows[k], index),
+            )
+
+
+# --------------------------------------------------------------------------- score
+
+_PLAIN_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+_SCIENTIFIC = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
+def parse_scores(
+    out: Collector,
+    scores: list[str] | tuple[str, ...],
+    lines: list[int],
+    index: int,
+    rows: list[list[str]],
+) -> list[float | None]:
+    """Floats for a topic's score column; None where the score is unusable (reported).
+
+    Quick path: ``map(float)`` succeeds, no ``e``/``_``/non-ASCII anywhere and the sum
+    is finite. Otherwise every value is classified on its own.
+    """
+    try:
+        values: list[float | None] = list(map(float, scores))
+        joined = "".join(scores)
+        if joined.isascii() and "e" not in joined and "E" not in joined and "_" not in joined:
+            total = math.fsum(values)  # type: ignore[arg-type]
+            if math.isfinite(total):
+                return values
+    except (ValueError, OverflowError):
+        pass
+    result: list[float | None] = []
+    for k, raw in enumerate(scores):
+        result.append(_score_one(out, raw, lines[k], column_of(rows[k], index)))
+    return result
+
+
+def _score_one(out: Collector, raw: str, line: int, column: int) -> float | None:
+    if _PLAIN_DECIMAL.fullmatch(raw):
+        value = float(raw)
+        if math.isfinite(value):
+            return value
+        _score_error(out, "RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
+        return None
+    if _SCIENTIFIC.fullmatch(raw):
+        value = float(raw)
+        if not math.isfinite(value):
+            _score_error(out, "RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
+            return None
+        if out.wants("RUN-SCORE-SCIENTIFIC"):
+            out.add(
+                Severity.WARNING,
+                "RUN-SCORE-SCIENTIFIC",
+                f"score {raw!r} uses scientific notation",
+                hint="trec_eval and TIRA read it, but some scripts parse scores as plain decimals: "
+                "write e.g. 0.000123 instead of 1.23e-4",
+                line=line,
+                column=column,
+            )
+        else:
+            out.count_only(Severity.WARNING, "RUN-SCORE-SCIENTIFIC")
+        return value
+    low = raw.lower().lstrip("+-")
+    if low in ("nan", "inf", "infinity"):
+        _score_error(
+            out,
+            "RUN-SCORE-NONFINITE",
+            f"score {raw!r} is not a finite number",
+            line,
+            column,
+            hint="TIRA accepts it, but trec_eval's sort cannot order NaN/inf consistently: use finite scores",
+        )
+        return None
+    try:
+        float(raw)
+        python_ok = True
+    except ValueError:
+        python_ok = False
+    if python_ok:  # e.g. "1_000" or non-ASCII digits: Python (TIRA) reads them, C atof (trec_eval) does not
+        _score_error(
+            out,
+            "RUN-SCORE-FORMAT",
+            f"score {raw!r} is read differently by TIRA (Python float) and trec_eval (C atof)",
+            line,
+            column,
+            hint="write scores as plain ASCII decimals like 12.5 or -0.25",
+        )
+    else:
+        _score_error(
+            out,
+            "RUN-SCORE",
+            f"score {raw!r} is not a number",
+            line,
+            column,
+            hint="the score column must be a decimal number; TIRA rejects the run",
+        )
+    return None
+
+
+def _score_error(out: Collector, code: str, message: str, line: int, column: int, hint: str | None = None) -> None:
+    if out.wants(code):
+        out.add(Severity.ERROR, code, message, hint or "write a finite decimal score", line=line, column=column)
+    else:
+        out.count_only(Severity.ERROR, code)
+
+
+# ---------------------------------------------------------------------------- rank
+
+_RANK_CACHE: list[str] = []
+
+
+def rank_strings(n: int) -> list[str]:
+    """["1", "2", ..., str(n)]: a topic whose rank column equals this needs no more checks."""
+    if len(_RANK_CACHE) < n:
+        _RANK_CACHE.extend(str(i) for i in range(len(_RANK_CACHE) + 1, n + 1))
+    return _RANK_CACHE[:n]
+
+
+def parse_ranks(
+    out: Collector,
+    ranks: list[str] | tuple[str, ...],
+    lines: list[int],
+    index: int,
+    rows: list[list[str]],
+) -> list[int | None]:
+    """Ints for a rank column; None where TIRA's ``int()`` would fail (error).
+
+    Non-canonical integers (``+1``, ``01``) are read alike by every tool: warning.
+    """
+    result: list[int | None] = []
+    for k, raw in enumerate(ranks):
+        if raw.isascii() and raw.isdigit() and (raw == "0" or raw[0] != "0"):
+            result.append(int(raw))
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        column = column_of(rows[k], index)
+        if value is None or not raw.isascii() or "_" in raw:
+            code = "RUN-RANK"
+            if out.wants(code):
+                out.add(
+                    Severity.ERROR,
+                    code,
+                    f"rank {raw!r} is not an integer",
+                    hint="TIRA's run check parses the rank with int(): write 1, 2, 3, ...",
+                    line=lines[k],
+                    column=column,
+                )
+            else:
+                out.count_only(Severity.ERROR, code)
+            result.append(None)
+            continue
+        if raw.lstrip("+-").isdigit() and not raw.startswith("-"):
+            code = "RUN-RANK-FORMAT"
+            if out.wants(code):
+                out.add(
+                    Severity.WARNING,
+                    code,
+                    f"rank {raw!r} is not written canonically",
+                    hint="write ranks without sign or leading zeros",
+                    line=lines[k],
+                    column=column,
+                )
+            else:
+                out.count_only(Severity.WARNING, code)
+        result.append(value)
+    return result

@@ -1,0 +1,327 @@
+"""Byte-level reading of a run: finding the file, line splitting, encoding rules.
+
+The run is read in binary, in large chunks cut at a newline. Each chunk gets a few
+C-speed scans (NUL/control bytes, lone CR, trailing whitespace, UTF-8 decoding,
+non-ASCII) and only chunks that fail one are looked at line by line, so a clean
+10M-line run costs one decode and one ``split`` per chunk.
+
+Why these rules (reference/tasks-and-formats.md, TIRA's ``check_format.py``):
+TIRA reads ``run.txt`` in text mode, so a lone CR starts a new line for it and a
+BOM becomes part of the first topic id; it splits on Unicode whitespace (``\\s+``)
+while trec_eval splits on ASCII whitespace only, so a no-break space or U+001C is
+read as a separator by one and as part of an id by the other.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.findings import Severity
+from sharedtask.validate.model import Collector
+
+#: TIRA's run check (tira.check_format.FormatBase.max_size_mb).
+TIRA_MAX_BYTES = 75 * 1024 * 1024
+CHUNK = 1 << 22
+
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_LONE_CR = re.compile(rb"\r(?!\n)")
+_TRAILING = re.compile(rb"[ \t]+\n")
+_LEADING = re.compile(rb"(?:^|\n)[ \t]+(?=[^ \t\n])")
+# Whitespace Python splits on but C isspace() does not (U+00A0, U+2000..., U+3000, U+0085).
+_ODD_SPACE = re.compile(r"[^\S \t\n\r\x0b\x0c\x1c-\x1f]")
+
+
+def find_run_file(path: Path) -> Path:
+    """The run file itself, or ``run.txt`` / ``run.txt.gz`` inside a TIRA output dir.
+
+    Mirrors ``tira.check_format.RunFormat``: both present is an error; otherwise the
+    one that exists.
+    """
+    path = Path(path)
+    if path.is_dir():
+        txt, gz = path / "run.txt", path / "run.txt.gz"
+        if txt.exists() and gz.exists():
+            raise SharedTaskError(
+                f"{path}: contains both run.txt and run.txt.gz",
+                hint="TIRA refuses an output with both: keep exactly one",
+            )
+        for candidate in (txt, gz):
+            if candidate.is_file():
+                return candidate
+        found = sorted(p.name for p in path.iterdir())[:10]
+        raise SharedTaskError(
+            f"{path}: no run.txt or run.txt.gz in this directory (found: {', '.join(found) or 'nothing'})",
+            hint="TIRA looks for $outputDir/run.txt or $outputDir/run.txt.gz",
+        )
+    if path.is_file():
+        return path
+    raise SharedTaskError(f"{path}: no such file or directory")
+
+
+@dataclass
+class ScanState:
+    """File-level facts the scanner gathers for the end-of-file findings."""
+
+    lines: int = 0
+    crlf: int = 0
+    tab_lines: int = 0
+    space_lines: int = 0
+    mixed_lines: int = 0
+    first_mixed: int | None = None
+    final_newline: bool = True
+    aborted: bool = False
+    first_tab_line: int | None = None
+    first_space_line: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Scanner:
+    """Yields ``(first_line_number, lines)`` per chunk; an undecodable line is ``None``."""
+
+    def __init__(self, path: Path, out: Collector, *, check_separators: bool, answers: bool) -> None:
+        self.path = path
+        self.out = out
+        self.check_separators = check_separators  # TREC: tabs and spaces are both legal, mixing is a warning
+        self.answers = answers  # Task 3: the last column is free text
+        self.state = ScanState()
+
+    def chunks(self) -> Iterator[tuple[int, list[str | None]]]:
+        out = self.out
+        try:
+            fh = gzip.open(self.path, "rb") if self.path.name.endswith(".gz") else open(self.path, "rb")
+        except OSError as exc:
+            raise SharedTaskError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+        line_no = 1
+        rest = b""
+        first = True
+        with fh:
+            while True:
+                try:
+                    block = fh.read(CHUNK)
+                except (OSError, EOFError, zlib.error) as exc:
+                    out.add(
+                        Severity.ERROR,
+                        "RUN-GZIP",
+                        f"the gzip stream is broken: {exc}",
+                        hint="recompress the run with gzip, or submit it uncompressed",
+                        line=line_no,
+                    )
+                    self.state.aborted = True
+                    return
+                if first:
+                    first = False
+                    if block.startswith(b"\xef\xbb\xbf"):
+                        out.add(
+                            Severity.ERROR,
+                            "RUN-BOM",
+                            "the file starts with a UTF-8 byte order mark",
+                            hint="TIRA and trec_eval read the BOM as part of the first topic id: save without BOM",
+                            line=1,
+                            column=1,
+                        )
+                        block = block[3:]
+                if not block:
+                    break
+                buf = rest + block
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    rest = buf
+                    continue
+                rest = buf[cut + 1 :]
+                buf = buf[: cut + 1]
+                lines = self._chunk(buf, line_no)
+                yield line_no, lines
+                line_no += len(lines)
+        if rest:
+            self.state.final_newline = False
+            lines = self._chunk(rest + b"\n", line_no)
+            yield line_no, lines
+            line_no += len(lines)
+        self.state.lines = line_no - 1
+
+    # ------------------------------------------------------------------ one chunk
+
+    def _where(self, buf: bytes, offset: int, first_line: int) -> tuple[int, int]:
+        line = first_line + buf.count(b"\n", 0, offset)
+        column = offset - (buf.rfind(b"\n", 0, offset) + 1) + 1
+        return line, column
+
+    def _report_matches(
+        self, pattern: re.Pattern[bytes], buf: bytes, first_line: int, severity: Severity, code: str,
+        message: str, hint: str, skip_newline: bool = False,
+    ) -> None:
+        out = self.out
+        for m in pattern.finditer(buf):
+            if not out.wants(code):
+                out.count_only(severity, code)
+                continue
+            offset = m.start() + (1 if skip_newline and buf[m.start() : m.start() + 1] == b"\n" else 0)
+            line, column = self._where(buf, offset, first_line)
+            byte = buf[m.start() : m.start() + 1]
+            out.add(severity, code, message.format(byte=byte), hint, line=line, column=column)
+
+    def _chunk(self, buf: bytes, first_line: int) -> list[str | None]:
+        out = self.out
+        st = self.state
+        if b"\r" in buf:
+            n_crlf = buf.count(b"\r\n")
+            if n_crlf != buf.count(b"\r"):
+                self._report_matches(
+                    _LONE_CR, buf, first_line, Severity.ERROR, "RUN-CR",
+                    "a carriage return (CR) inside a line",
+                    "TIRA reads the file in text mode and starts a new line at a lone CR: remove it",
+                )
+            if n_crlf:
+                st.crlf += n_crlf
+                buf = buf.replace(b"\r\n", b"\n")
+        if _CONTROL.search(buf):
+            self._report_matches(
+                _CONTROL, buf, first_line, Severity.ERROR, "RUN-CONTROL-CHAR",
+                "control character {byte!r} in the line",
+                "C tools (trec_eval) stop at NUL and split differently than Python at control "
+                "characters: remove them",
+            )
+        if not self.answers:
+            if _TRAILING.search(buf):
+                self._report_matches(
+                    _TRAILING, buf, first_line, Severity.WARNING, "RUN-TRAILING-WHITESPACE",
+                    "whitespace at the end of the line",
+                    "tools that split on single tabs or spaces see an extra empty column: strip lines",
+                )
+            if _LEADING.search(buf):
+                self._report_matches(
+                    _LEADING, buf, first_line, Severity.WARNING, "RUN-LEADING-WHITESPACE",
+                    "whitespace at the start of the line",
+                    "tools that split on single tabs or spaces see an empty first column: strip lines",
+                    skip_newline=True,
+                )
+        try:
+            text = buf.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._decode_lines(buf, first_line)
+        lines: list[str | None] = text.split("\n")  # type: ignore[assignment]
+        lines.pop()  # buf ends with a newline
+        if not self.answers and not text.isascii() and _ODD_SPACE.search(text):
+            self._odd_spaces(lines, first_line)
+        if self.check_separators:
+            self._separators(buf, lines, first_line)
+        return lines
+
+    def _decode_lines(self, buf: bytes, first_line: int) -> list[str | None]:
+        raw_lines = buf.split(b"\n")
+        raw_lines.pop()
+        lines: list[str | None] = []
+        for k, raw in enumerate(raw_lines):
+            try:
+                lines.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                lines.append(None)
+                code = "RUN-ENCODING"
+                if self.out.wants(code):
+                    bad = raw[exc.start : exc.end]
+                    self.out.add(
+                        Severity.ERROR,
+                        code,
+                        f"not UTF-8: byte(s) {bad!r} at byte {exc.start + 1} ({exc.reason})",
+                        hint="write the run as UTF-8 (ids are ASCII in every task)",
+                        line=first_line + k,
+                        column=exc.start + 1,
+                    )
+                else:
+                    self.out.count_only(Severity.ERROR, code)
+        decoded = [ln for ln in lines if ln is not None]
+        if not self.answers and any(not ln.isascii() and _ODD_SPACE.search(ln) for ln in decoded):
+            self._odd_spaces(lines, first_line)
+        if self.check_separators:
+            self._separators(buf, lines, first_line)
+        return lines
+
+    def _odd_spaces(self, lines: list[str | None], first_line: int) -> None:
+        for k, ln in enumerate(lines):
+            if ln is None or ln.isascii():
+                continue
+            m = _ODD_SPACE.search(ln)
+            if m is None:
+                continue
+            code = "RUN-UNICODE-SPACE"
+            if self.out.wants(code):
+                self.out.add(
+                    Severity.ERROR,
+                    code,
+                    f"non-ASCII whitespace U+{ord(m.group()):04X} in the line",
+                    hint="TIRA (Python) splits columns at it, trec_eval (C) does not: use a tab or a space",
+                    line=first_line + k,
+                    column=m.start() + 1,
+                )
+            else:
+                self.out.count_only(Severity.ERROR, code)
+
+    def _separators(self, buf: bytes, lines: list[str | None], first_line: int) -> None:
+        st = self.state
+        has_tab = b"\t" in buf
+        has_space = b" " in buf
+        if not (has_tab and has_space):
+            if has_tab:
+                st.tab_lines += len(lines)
+                if st.first_tab_line is None:
+                    st.first_tab_line = first_line
+            elif has_space:
+                st.space_lines += len(lines)
+                if st.first_space_line is None:
+                    st.first_space_line = first_line
+            return
+        for k, ln in enumerate(lines):
+            if ln is None:
+                continue
+            t = "\t" in ln
+            s = " " in ln
+            if t and s:
+                st.mixed_lines += 1
+                if st.first_mixed is None:
+                    st.first_mixed = first_line + k
+            elif t:
+                st.tab_lines += 1
+                if st.first_tab_line is None:
+                    st.first_tab_line = first_line + k
+            elif s:
+                st.space_lines += 1
+                if st.first_space_line is None:
+                    st.first_space_line = first_line + k
+
+    def finish(self) -> None:
+        """End-of-file findings about the file as a whole."""
+        st = self.state
+        out = self.out
+        if st.crlf:
+            out.add(
+                Severity.WARNING,
+                "RUN-CRLF",
+                f"{st.crlf:,} line(s) end with CRLF (Windows line endings)",
+                hint="TIRA and trec_eval cope, but tools that split on tabs keep the CR in the last column: "
+                "use LF line endings",
+            )
+        if not st.final_newline:
+            out.add(
+                Severity.WARNING,
+                "RUN-NO-FINAL-NEWLINE",
+                "the last line has no newline at its end",
+                hint="line-based tools (wc, while read) miss an unterminated last line: end the file with a newline",
+                line=st.lines,
+            )
+        if self.check_separators and (st.mixed_lines or (st.tab_lines and st.space_lines)):
+            where = st.first_mixed or max(st.first_tab_line or 0, st.first_space_line or 0) or None
+            out.add(
+                Severity.WARNING,
+                "RUN-MIXED-SEPARATORS",
+                f"columns are separated inconsistently: {st.tab_lines:,} line(s) with tabs, "
+                f"{st.space_lines:,} with spaces, {st.mixed_lines:,} with both",
+                hint="trec_eval and TIRA accept any whitespace, but scripts that split on one character "
+                "misread the run: use one separator throughout",
+                line=where,
+            )
