@@ -8,7 +8,7 @@ MB instead of GBs, and a topic's ids are looked up in one vectorized step.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -63,54 +63,22 @@ class IdSet:
 # --------------------------------------------------------------------- collection
 
 
-def _posts_rows(path: Path) -> Iterator[tuple[str, str]]:
-    """(Id, PostTypeId) of every post, through the shared reader (sharedtask.formats)."""
-    from sharedtask.formats import read_posts  # type: ignore[attr-defined]
-
-    for post in read_posts(path):
-        pid = _attr(post, "id", "post_id", "Id")
-        kind = _attr(post, "post_type", "post_type_id", "type", "PostTypeId")
-        if kind is None and getattr(post, "is_answer", None) is not None:
-            kind = "2" if post.is_answer else "1"
-        yield str(pid), str(kind)
-
-
-def _attr(obj: object, *names: str) -> object | None:
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if hasattr(obj, name):
-            return getattr(obj, name)
-    return None
-
-
 def answer_ids(path: Path) -> IdSet:
-    """Ids of the answer posts (PostTypeId 2) in Posts.xml, read once."""
+    """Ids of the answer posts (PostTypeId 2) in Posts.xml, read once with the shared reader."""
+    from sharedtask.formats import Answer, read_posts
+
     ids = IdSet()
-
-    def gen() -> Iterator[int]:
-        for pid, kind in _posts_rows(path):
-            if kind in ("2", "answer", "PostType.ANSWER") and pid.isdigit():
-                yield int(pid)
-
-    ids.add_many(gen())
+    ids.add_many(int(p.id) for p in read_posts(path) if isinstance(p, Answer) and p.id.isdigit())
     return ids
 
 
 def formula_ids(paths: list[Path]) -> IdSet:
-    """Formula ids of the formula index TSV files (column ``id``)."""
-    from sharedtask.formats import read_formula_index  # type: ignore[attr-defined]
+    """Formula ids (column ``id``) of the formula index TSV files."""
+    from sharedtask.formats import read_formula_index
 
     ids = IdSet()
-
-    def gen() -> Iterator[int]:
-        for path in paths:
-            for row in read_formula_index(path):
-                fid = _attr(row, "id", "formula_id")
-                if fid is not None and str(fid).isdigit():
-                    yield int(fid)
-
-    ids.add_many(gen())
+    for path in paths:
+        ids.add_many(int(r.id) for r in read_formula_index(path) if r.id.isdigit())
     return ids
 
 

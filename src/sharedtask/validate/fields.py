@@ -146,8 +146,10 @@ def parse_scores(
     lines: list[int],
     index: int,
     rows: list[list[str]],
-) -> list[float | None]:
+) -> tuple[list[float | None], bool]:
     """Floats for a topic's score column; None where the score is unusable (reported).
+
+    The flag says whether every score was read on the quick path (no None anywhere).
 
     Quick path: ``map(float)`` succeeds, no ``e``/``_``/non-ASCII anywhere and the sum
     is finite. Otherwise every value is classified on its own.
@@ -158,13 +160,13 @@ def parse_scores(
         if joined.isascii() and "e" not in joined and "E" not in joined and "_" not in joined:
             total = math.fsum(values)  # type: ignore[arg-type]
             if math.isfinite(total):
-                return values
+                return values, True
     except (ValueError, OverflowError):
         pass
     result: list[float | None] = []
     for k, raw in enumerate(scores):
         result.append(_score_one(out, raw, lines[k], column_of(rows[k], index)))
-    return result
+    return result, False
 
 
 def _score_one(out: Collector, raw: str, line: int, column: int) -> float | None:

@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from sharedtask.findings import Severity
 from sharedtask.validate.fields import Layout, check_ids, column_of, parse_ranks, parse_scores, rank_strings
 from sharedtask.validate.model import Collector
@@ -86,6 +88,11 @@ class RankingContext:
     total_rows: int = 0
 
 
+def _f32(a: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return a.astype(np.float32)
+
+
 def finish_topic(ctx: RankingContext, st: TopicState) -> None:
     """Run every per-topic rule on a complete topic."""
     rows = st.rows
@@ -121,7 +128,7 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
                 ctx.q0_first = next(lines[k] for k, v in enumerate(q0s) if v != "Q0")
     _tags(ctx, cols[lay.tag], lines, rows)
 
-    scores = parse_scores(out, cols[lay.score], lines, lay.score, rows)
+    scores, clean = parse_scores(out, cols[lay.score], lines, lay.score, rows)
     rank_col = cols[lay.rank]
     if list(rank_col) == rank_strings(n):
         ranks: list[int | None] = list(range(1, n + 1))
@@ -140,9 +147,17 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
             hint=f"keep the top {ctx.max_depth:,} per topic (sharedtask validate --fix does)",
             line=lines[ctx.max_depth],
         )
-    _order(ctx, topic, ranks, scores, lines, in_file_order)
-    if docs is not None:
-        _ties(ctx, topic, docs, ranks, scores, lines)
+    if clean and in_file_order and scores == sorted(scores, reverse=True):  # type: ignore[type-var]
+        # The common case: ranks 1..n in file order, scores non-increasing. Ties are then
+        # neighbours; one vectorized look at float64 and float32 neighbours rules them out.
+        a = np.asarray(scores, dtype=np.float64)
+        b = _f32(a)
+        tie_check = bool(np.any(a[1:] == a[:-1]) or np.any(b[1:] == b[:-1]))
+    else:
+        tie_check = True
+        _order(ctx, topic, ranks, scores, lines, in_file_order)
+    if docs is not None and tie_check:
+        _ties(ctx, topic, docs, ranks, scores, lines, clean)
     if ctx.answer_ids is not None and docs is not None:
         _in_collection(out, "RUN-NOT-ANSWER", ctx.answer_ids, docs, lines,
                        "post {v} is not an answer in the collection (Posts.xml)",
@@ -324,9 +339,9 @@ def _order(ctx: RankingContext, topic: str, ranks: list[int | None], scores: lis
 
 
 def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
-          scores: list[float | None], lines: list[int]) -> None:
+          scores: list[float | None], lines: list[int], clean: bool) -> None:
     out = ctx.out
-    idx = [k for k, s in enumerate(scores) if s is not None]
+    idx = range(len(scores)) if clean else [k for k, s in enumerate(scores) if s is not None]
     if len(set(docs)) != len(docs):  # later duplicates are reported already: leave them out
         first: set[str] = set()
         kept = []
@@ -335,7 +350,7 @@ def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[in
                 first.add(docs[k])
                 kept.append(k)
         idx = kept
-    vals = [scores[k] for k in idx]
+    vals = scores if len(idx) == len(scores) else [scores[k] for k in idx]
     distinct = set(vals)
     if len(distinct) != len(vals):
         groups: dict[float, list[int]] = {}

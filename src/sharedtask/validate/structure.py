@@ -30,6 +30,9 @@ TIRA_MAX_BYTES = 75 * 1024 * 1024
 CHUNK = 1 << 22
 
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Every byte except the control ones: ``buf.translate(None, _NOT_CONTROL)`` leaves only the
+# control bytes, a C-speed test that is ~5x faster than a regex search.
+_NOT_CONTROL = bytes(b for b in range(256) if not _CONTROL.match(bytes([b])))
 _LONE_CR = re.compile(rb"\r(?!\n)")
 _TRAILING = re.compile(rb"[ \t]+\n")
 _LEADING = re.compile(rb"(?:^|\n)[ \t]+(?=[^ \t\n])")
@@ -180,7 +183,7 @@ class Scanner:
             if n_crlf:
                 st.crlf += n_crlf
                 buf = buf.replace(b"\r\n", b"\n")
-        if _CONTROL.search(buf):
+        if buf.translate(None, _NOT_CONTROL):
             self._report_matches(
                 _CONTROL, buf, first_line, Severity.ERROR, "RUN-CONTROL-CHAR",
                 "control character {byte!r} in the line",
@@ -188,13 +191,13 @@ class Scanner:
                 "characters: remove them",
             )
         if not self.answers:
-            if _TRAILING.search(buf):
+            if b" \n" in buf or b"\t\n" in buf:
                 self._report_matches(
                     _TRAILING, buf, first_line, Severity.WARNING, "RUN-TRAILING-WHITESPACE",
                     "whitespace at the end of the line",
                     "tools that split on single tabs or spaces see an extra empty column: strip lines",
                 )
-            if _LEADING.search(buf):
+            if b"\n " in buf or b"\n\t" in buf or buf[:1] in (b" ", b"\t"):
                 self._report_matches(
                     _LEADING, buf, first_line, Severity.WARNING, "RUN-LEADING-WHITESPACE",
                     "whitespace at the start of the line",
