@@ -73,7 +73,8 @@ def render_summary(console: Console, findings: Iterable[Finding], omitted: Mappi
     counts = count_by_severity(findings, omitted)
     errors, warnings, infos = counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.INFO]
     verdict = "[bold red]INVALID[/]" if errors else "[bold green]VALID[/]"
-    console.print(f"{verdict} {escape(subject)}: {errors:,} error(s), {warnings:,} warning(s), {infos:,} note(s)")
+    console.print(f"{verdict} {escape(subject)}: {errors:,} error(s), {warnings:,} warning(s), {infos:,} note(s)",
+                  soft_wrap=True)
 
 
 def findings_json(findings: Iterable[Finding], omitted: Mapping[str, int] | None = None) -> dict[str, Any]:
