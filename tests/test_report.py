@@ -192,7 +192,7 @@ class DomSummary(HTMLParser):
             self.charts[self.task][-1] += 1
         if tag == "script":
             self.scripts += 1
-        if tag == "details":
+        if tag == "details" and ("record" in classes or "run-findings" in classes):
             self.details += 1
 
     def handle_endtag(self, tag: str) -> None:
@@ -235,3 +235,24 @@ def test_report_screenshot_is_a_real_page(tmp_path: Path) -> None:
     keep = os.environ.get("SHAREDTASK_KEEP_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_sandbox_record_shows_limits_memory_and_log_tail_from_files(tmp_path: Path) -> None:
+    """A record shaped like sharedtask.sandbox's run-record.json: logs are paths, not text."""
+    (tmp_path / "stdout.log").write_text("".join(f"line {i}\n" for i in range(100)))
+    (tmp_path / "stderr.log").write_text("Traceback <b>boom</b>\n")
+    record = {"status": "failed", "exit_code": 3, "wall_seconds": 75.5, "message": "exited with code 3",
+              "peak_memory": {"bytes": 3 * 1024**3, "human": "3.0 GiB", "source": "cgroup"},
+              "policy": {"limits": {"memory": 4 * 1024**3, "cpus": 1.0, "timeout": 3600.0, "pids": 1024}},
+              "logs": {"stdout": str(tmp_path / "stdout.log"), "stderr": str(tmp_path / "stderr.log")},
+              "validation": {"status": "no run file", "reason": "no run.txt", "report": {"findings": ["x" * 50]}}}
+    task = load_task("touche-2020-task1")
+    run = RunEntry("broken", "team/broken:1", None, "failed", None, [], {}, {}, record)
+    page = render_html([TaskSection(task, [run])], generated=WHEN)
+    record_html = page[page.index('<details class="record"'):]
+    assert "line 99" in record_html and "line 60" in record_html and "line 59\n" not in record_html  # last 40 lines
+    assert "[stderr] Traceback &lt;b&gt;boom&lt;/b&gt;" in record_html
+    assert "3.0 GiB" in record_html and "4.0 GiB" in record_html  # peak memory and memory limit
+    assert "1 min 16 s" in record_html and "exit code 3" in record_html and "of 1 h" in record_html
+    assert "no run file no run.txt" in record_html and "x" * 50 not in record_html
+    assert "(image default" in record_html

@@ -24,6 +24,8 @@ from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
 
 MAX_EXAMPLES = 3  # example locations shown per finding code
+LOG_TAIL_LINES = 40  # per stream, when the tail is read from the sandbox's log files
+LOG_TAIL_BYTES = 16 * 1024
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 # Record keys the sandbox may use for the same fact; the first present one wins.
@@ -57,8 +59,11 @@ def fmt_seconds(value: float) -> str:
     value = float(value)
     if value < 60:
         return f"{value:.2f} s"
-    minutes, seconds = divmod(value, 60)
-    return f"{int(minutes)} min {seconds:.0f} s"
+    if value < 3600:
+        minutes, seconds = divmod(round(value), 60)
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, rest = divmod(round(value), 3600)
+    return f"{hours} h {rest // 60} min" if rest // 60 else f"{hours} h"
 
 
 def wall_time(record: dict[str, Any]) -> float | None:
@@ -241,10 +246,10 @@ def _value(key: str, value: Any) -> str:
         return e(value)
     if isinstance(value, dict):
         return _kv(value)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value) and ("log" in lowered or "tail" in lowered):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and "tail" in lowered:
         return f'<pre class="log">{e(chr(10).join(value))}</pre>'
     if isinstance(value, str):
-        if "\n" in value or "log" in lowered or "tail" in lowered or "stderr" in lowered or "stdout" in lowered:
+        if "\n" in value or "tail" in lowered:
             return f'<pre class="log">{e(value)}</pre>'
         return f'<span class="mono">{e(value)}</span>'
     return f'<span class="mono">{e(json.dumps(value, default=str, ensure_ascii=False))}</span>'
@@ -252,7 +257,7 @@ def _value(key: str, value: Any) -> str:
 
 def _is_log(key: str, value: Any) -> bool:
     lowered = key.lower()
-    return isinstance(value, (str, list)) and any(w in lowered for w in ("log", "tail", "stdout", "stderr"))
+    return isinstance(value, (str, list)) and "tail" in lowered
 
 
 def _kv(record: dict[str, Any]) -> str:
@@ -263,16 +268,112 @@ def _kv(record: dict[str, Any]) -> str:
     return f'<table class="kv">{rows}</table>'
 
 
+def tail_of_files(logs: Any, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last lines of the sandbox's stdout/stderr logs when the record names them.
+
+    Why: a sandbox run record stores log paths, not log text; the report must stay
+    one file, so the tail is copied in at render time (bounded, never the whole log).
+    """
+    if not isinstance(logs, dict):
+        return []
+    out: list[str] = []
+    for stream in ("stdout", "stderr"):
+        name = logs.get(stream)
+        if not isinstance(name, str):
+            continue
+        path = Path(name)
+        try:
+            with path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        prefix = "" if stream == "stdout" else "[stderr] "
+        out.extend(prefix + line for line in text.splitlines()[-lines:])
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _dig(record: dict[str, Any], *paths: str) -> Any:
+    """The first value found under one of the dotted paths (record layouts differ)."""
+    for dotted in paths:
+        node: Any = record
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+    return None
+
+
+def _summary_rows(run: RunEntry) -> list[tuple[str, str]]:
+    """The facts a person looks for first, from a sandbox record or a flat one."""
+    rec = run.record
+    rows: list[tuple[str, str]] = [("status", f"{_badge(run.status)} {e(rec.get('message') or '')}")]
+    exit_code = rec.get("exit_code")
+    rows.append(("exit code", e(exit_code) if exit_code is not None else "—"))
+    limits = _dig(rec, "policy.limits", "limits")
+    limits = limits if isinstance(limits, dict) else {}
+    wall = wall_time(rec)
+    timeout = _number(limits.get("timeout"))
+    rows.append(("wall time", (fmt_seconds(wall) if wall is not None else "—")
+                 + (f" <span class=\"sub\">of {fmt_seconds(timeout)}</span>" if timeout else "")))
+    peak = _number(_dig(rec, "peak_memory.bytes", "peak_memory_bytes", "peak_memory"))
+    memory = _number(limits.get("memory"))
+    rows.append(("peak memory", (fmt_bytes(peak) if peak is not None else "—")
+                 + (f" <span class=\"sub\">of {fmt_bytes(memory)}</span>" if memory else "")))
+    if limits:
+        parts = []
+        for key, label, fmt in (("memory", "memory", fmt_bytes), ("cpus", "cpus", lambda v: f"{v:g}"),
+                                ("timeout", "timeout", fmt_seconds), ("pids", "pids", lambda v: f"{v:g}"),
+                                ("max_output", "output", fmt_bytes)):
+            value = _number(limits.get(key))
+            if value is not None:
+                parts.append(f"{label} {fmt(value)}")
+        network = _dig(rec, "policy.network", "network")
+        if network is not None:
+            parts.append(f"network {network}")
+        rows.append(("limits", e(" · ".join(parts))))
+    out_bytes = _number(_dig(rec, "output.bytes", "output_bytes"))
+    if out_bytes is not None:
+        rows.append(("output size", fmt_bytes(out_bytes)))
+    rows.append(("image", f'<span class="mono">{e(run.image)}</span>'))
+    rows.append(("command", f'<span class="mono">{e(run.command)}</span>' if run.command is not None
+                 else '<span class="sub">(image default: ENTRYPOINT/CMD)</span>'))
+    reproduce = rec.get("reproduce")
+    if isinstance(reproduce, str):
+        rows.append(("reproduce", f'<pre class="log">{e(reproduce)}</pre>'))
+    return rows
+
+
+def _log_tail(record: dict[str, Any]) -> list[str]:
+    for key, value in record.items():
+        if _is_log(key, value):
+            return value.splitlines() if isinstance(value, str) else [str(v) for v in value]
+    return tail_of_files(record.get("logs"))
+
+
 def _records(section: TaskSection) -> str:
     out = []
     for _, run in leaderboard(section):
-        record: dict[str, Any] = {"image": run.image, "command": run.command if run.command is not None else "(image default)"}
-        record.update(run.record)
-        record.setdefault("status", run.status)
+        record = dict(run.record)
+        validation = record.get("validation")
+        if isinstance(validation, dict):  # the findings have their own part of the page
+            record["validation"] = " ".join(str(validation[k]) for k in ("status", "reason") if validation.get(k))
+        summary = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in _summary_rows(run))
+        tail = _log_tail(run.record)
+        tail_html = (f'<div class="tail-title">log tail</div><pre class="log">{e(chr(10).join(tail))}</pre>'
+                     if tail else '<p class="empty">No log output.</p>')
+        full = (f'<details class="full-record"><summary>full run record</summary><div class="body">{_kv(record)}'
+                f"</div></details>" if record else "")
         wall = wall_time(run.record)
         sub = f"exit code {run.record.get('exit_code', '—')}" + (f" · {fmt_seconds(wall)}" if wall is not None else "")
         out.append(f'<details class="record" data-run="{e(run.name)}"><summary>{e(run.name)} {_badge(run.status)}'
-                   f'<span class="sub">{e(sub)}</span></summary><div class="body">{_kv(record)}</div></details>')
+                   f'<span class="sub">{e(sub)}</span></summary><div class="body"><table class="kv">{summary}</table>'
+                   f"{tail_html}{full}</div></details>")
     return "".join(out)
 
 
