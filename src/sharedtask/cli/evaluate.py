@@ -126,8 +126,12 @@ def _show_single(console: Console, result, per_topic: bool) -> None:
         label = m.label + (" (primary)" if m.primary else "")
         table.add_row(label, _fmt(result.scores[m.key]), str(result.topics_averaged.get(m.key, "")), m.procedure)
     console.print(table)
-    for m in result.measures:
-        console.print(f"[dim]{m.key}: {m.averaging}[/]")
+    averaging = {m.averaging for m in result.measures}
+    if len(averaging) == 1:
+        console.print(f"[dim]averaging: {averaging.pop()}[/]")
+    else:
+        for m in result.measures:
+            console.print(f"[dim]{m.key}: {m.averaging}[/]")
     for note in result.notes:
         console.print(f"note: {note}")
     if per_topic:
