@@ -130,7 +130,8 @@ def _pass(
         formula_ids=formula_ids,
         on_topic=on_topic,
     )
-    scanner = Scanner(path, out, check_separators=layout.sep is None, answers=layout.answer is not None)
+    scanner = Scanner(path, out, check_separators=layout.sep is None, answers=layout.answer is not None,
+                      tabs_only=layout.sep == "\t" and layout.answer is None)
     topic_pattern = patterns.get("topic")
     sep = layout.sep
     maxsplit = layout.maxsplit

@@ -107,6 +107,19 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
     cols = list(zip(*rows))
     topic = st.topic
 
+    if lay.sep is not None:  # tab separated: an empty field is a column fewer for TIRA and trec_eval
+        for i, col in enumerate(cols):
+            if i != lay.answer and "" in col:
+                k = col.index("")
+                out.add(
+                    Severity.ERROR,
+                    "RUN-EMPTY-FIELD",
+                    f"topic {topic}: column {i + 1} ({lay.columns[i]}) is empty",
+                    hint="two tabs in a row or a tab at the end of the line: whitespace-splitting tools "
+                    "see a column fewer",
+                    line=lines[k],
+                    column=column_of(rows[k], i),
+                )
     docs: tuple[str, ...] | None = cols[lay.doc] if lay.doc is not None else None
     if docs is not None:
         what = "formula id" if lay.post is not None else ("post id" if lay.name.startswith("arqmath") else "docno")

@@ -87,9 +87,11 @@ class ScanState:
 class Scanner:
     """Yields ``(first_line_number, lines)`` per chunk; an undecodable line is ``None``."""
 
-    def __init__(self, path: Path, out: Collector, *, check_separators: bool, answers: bool) -> None:
+    def __init__(self, path: Path, out: Collector, *, check_separators: bool, answers: bool,
+                 tabs_only: bool = False) -> None:
         self.path = path
         self.out = out
+        self.tabs_only = tabs_only  # ARQMath Tasks 1/2: a space can only be inside a field
         self.check_separators = check_separators  # TREC: tabs and spaces are both legal, mixing is a warning
         self.answers = answers  # Task 3: the last column is free text
         self.state = ScanState()
@@ -214,7 +216,28 @@ class Scanner:
             self._odd_spaces(lines, first_line)
         if self.check_separators:
             self._separators(buf, lines, first_line)
+        if self.tabs_only and b" " in buf:
+            self._spaces_in_fields(lines, first_line)
         return lines
+
+    def _spaces_in_fields(self, lines: list[str | None], first_line: int) -> None:
+        """A space inside a tab-separated field: TIRA and trec_eval split there, the ARQMath scripts do not."""
+        code = "RUN-SPACE-IN-FIELD"
+        for k, ln in enumerate(lines):
+            if ln is None or " " not in ln or "\t" not in ln.strip():
+                continue  # no tab at all: the line gets RUN-SEPARATOR instead
+            if self.out.wants(code):
+                self.out.add(
+                    Severity.ERROR,
+                    code,
+                    "a space inside a tab-separated column",
+                    hint="TIRA and trec_eval split columns at spaces, the official ARQMath scripts only at tabs: "
+                    "remove spaces from ids and the run tag",
+                    line=first_line + k,
+                    column=ln.index(" ") + 1,
+                )
+            else:
+                self.out.count_only(Severity.ERROR, code)
 
     def _decode_lines(self, buf: bytes, first_line: int) -> list[str | None]:
         raw_lines = buf.split(b"\n")
@@ -243,6 +266,8 @@ class Scanner:
             self._odd_spaces(lines, first_line)
         if self.check_separators:
             self._separators(buf, lines, first_line)
+        if self.tabs_only and b" " in buf:
+            self._spaces_in_fields(lines, first_line)
         return lines
 
     def _odd_spaces(self, lines: list[str | None], first_line: int) -> None:
