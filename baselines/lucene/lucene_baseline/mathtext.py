@@ -33,6 +33,8 @@ _SYMBOL_WORDS: dict[str, str] = {
     "'": " prime ",
 }
 _SYMBOLS = re.compile("[" + re.escape("".join(_SYMBOL_WORDS)) + "]")
+# Grouping and separators carry no words of their own.
+_PUNCT = re.compile(r"[{}\[\]();,&~:]")
 # \frac -> frac; a backslash before a non-letter (\{ \, \\) is only spacing or escaping.
 _COMMAND = re.compile(r"\\([A-Za-z]+)|\\.")
 # Layout-only commands that say nothing about the formula's content.
@@ -56,7 +58,7 @@ def _command(match: re.Match[str]) -> str:
 def latex_tokens(latex: str) -> str:
     """LaTeX as space-separated words, e.g. ``\\frac{a}{b}^2`` -> ``frac a b sup 2``."""
     text = _COMMAND.sub(_command, latex.replace("$", " "))
-    text = _SYMBOLS.sub(lambda m: _SYMBOL_WORDS[m.group(0)], text)
+    text = _SYMBOLS.sub(lambda m: _SYMBOL_WORDS[m.group(0)], _PUNCT.sub(" ", text))
     return _SPACE.sub(" ", text).strip()
 
 

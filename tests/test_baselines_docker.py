@@ -1,0 +1,143 @@
+"""The baseline images, built and run in the sandbox on every task family's sample.
+
+Each case runs the image twice through ``sharedtask.sandbox.run`` (no network,
+read-only input, the task's limits), then checks that the run validates, that the
+two run files are byte-identical, and that the run beats a random ranking of the
+same collection (drawn with a fixed seed) on the task's primary measure.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sharedtask.evaluate.api import evaluate
+from sharedtask.formats.argsme import read_argsme_dir
+from sharedtask.formats.arqmath import Answer, read_arqmath_topics, read_posts
+from sharedtask.formats.formulas import read_formula_index
+from sharedtask.formats.html import html_to_text
+from sharedtask.formats.touche import read_touche_topics
+from sharedtask.formats.trec import RunRow, write_run
+from sharedtask.sandbox.api import run as sandbox_run
+from sharedtask.spec import load_task
+from sharedtask.validate import validate
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+LUCENE = "sharedtask/baseline-lucene:latest"
+FORMULA = "sharedtask/baseline-formula:latest"
+QA = "sharedtask/baseline-extractive-qa:latest"
+SEED = 20240601
+
+
+@pytest.fixture(scope="session")
+def baseline_images(docker_client, base_image, repo_root: Path) -> dict[str, str]:
+    """Build the three images once per session (layer cache makes rebuilds fast)."""
+    builds = [
+        (LUCENE, "lucene", {"BASE_IMAGE": base_image}),
+        (FORMULA, "formula", {"LUCENE_IMAGE": LUCENE}),
+        (QA, "extractive-qa", {"LUCENE_IMAGE": LUCENE}),
+    ]
+    for tag, folder, args in builds:
+        docker_client.images.build(path=str(repo_root / "baselines" / folder), tag=tag,
+                                   buildargs=args, rm=True)
+    return {"lucene": LUCENE, "formula": FORMULA, "qa": QA}
+
+
+@dataclass(frozen=True)
+class Case:
+    task: str
+    image: str
+    command: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}:{self.command.split()[2]}{'-' + self.command.split()[-1] if '--' in self.command else ''}"
+
+
+CASES = [
+    Case("touche-2020-task1", "lucene", "python -m lucene_baseline --model bm25"),
+    Case("touche-2021-task1", "lucene", "python -m lucene_baseline --model qld --mu 1000"),
+    Case("arqmath-3-task1", "lucene", "python -m lucene_baseline --model bm25"),
+    Case("arqmath-3-task1", "lucene", "python -m lucene_baseline --model qld --mu 2000"),
+    Case("arqmath-3-task2", "formula", "python -m formula_baseline --engine approach0"),
+    Case("arqmath-3-task2", "formula", "python -m formula_baseline --engine lucene"),
+    Case("arqmath-3-task3", "qa", "python -m extractive_qa"),
+]
+
+
+# ---------------------------------------------------------------- random runs
+
+
+def _random_run(task, input_dir: Path, path: Path) -> None:
+    """A random ranking of the whole sample collection (fixed seed), in the task's layout."""
+    rng = random.Random(SEED)
+    family = task.family
+    if family == "touche":
+        docs = sorted(a.id for a in read_argsme_dir(input_dir))
+        topics = [t.number for t in read_touche_topics(input_dir / "topics.xml")]
+    else:
+        topics = [t.number for t in read_arqmath_topics(input_dir / "topics.xml")]
+    rows: list[RunRow] = []
+    if family in ("touche", "arqmath-task1"):
+        if family == "arqmath-task1":
+            docs = sorted(p.id for p in read_posts(input_dir / "Posts.xml") if isinstance(p, Answer))
+        for topic in topics:
+            ranked = rng.sample(docs, min(1000, len(docs)))
+            rows += [RunRow(topic, d, r, float(1000 - r), "random", 0) for r, d in enumerate(ranked, 1)]
+        layout = "trec" if family == "touche" else "arqmath-task1"
+    elif family == "arqmath-task2":
+        instances = sorted({(f.id, f.post_id) for f in read_formula_index(input_dir / "formulas")
+                            if f.type != "comment"})
+        for topic in topics:
+            ranked = rng.sample(instances, min(1000, len(instances)))
+            rows += [RunRow(topic, fid, r, float(1000 - r), "random", 0, post_id=pid)
+                     for r, (fid, pid) in enumerate(ranked, 1)]
+        layout = "arqmath-task2"
+    else:
+        answers = sorted((p.id, p.body) for p in read_posts(input_dir / "Posts.xml") if isinstance(p, Answer))
+        for topic in topics:
+            aid, body = rng.choice(answers)
+            text = " ".join(html_to_text(body).split())[:1000].rsplit(" ", 1)[0].replace("$", "")
+            rows.append(RunRow(topic, "", 1, 1.0, "random", 0, sources=aid, answer=text))
+        layout = "arqmath-task3"
+    write_run(path, rows, layout)
+
+
+def _primary(task, run: Path, truth: Path, input_dir: Path) -> float:
+    result = evaluate(run, task, truth_dir=truth, input_dir=input_dir)
+    return result.scores[result.primary.key]
+
+
+# ---------------------------------------------------------------- the test
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_baseline_runs_validates_beats_random_and_is_reproducible(
+        case: Case, baseline_images: dict[str, str], tmp_path: Path) -> None:
+    task = load_task(case.task)
+    input_dir, truth = task.sample_dir / "input", task.sample_dir / "truth"
+    runs = []
+    for attempt in (1, 2):
+        outcome = sandbox_run(task, baseline_images[case.image], command=case.command,
+                              input_dir=input_dir, output_dir=tmp_path / f"out{attempt}",
+                              record_dir=tmp_path / f"record{attempt}", network=None)
+        assert outcome.result.ok, (outcome.result.status, outcome.result.message, outcome.result.log_tail)
+        assert outcome.request.policy.network is None  # --network none
+        run_file = tmp_path / f"out{attempt}" / "run.txt"
+        assert run_file.is_file()
+        assert sorted(p.name for p in run_file.parent.iterdir()) == ["run.txt"]  # no scratch left
+        runs.append(run_file)
+
+    verdict = validate(runs[0], task, input_dir=input_dir)
+    assert verdict.valid, [f for f in verdict.findings]
+    assert runs[0].read_bytes() == runs[1].read_bytes()
+
+    random_run = tmp_path / "random.txt"
+    _random_run(task, input_dir, random_run)
+    ours = _primary(task, runs[0], truth, input_dir)
+    chance = _primary(task, random_run, truth, input_dir)
+    assert ours > chance, f"{case.id}: baseline {ours:.4f} <= random {chance:.4f}"
