@@ -35,7 +35,12 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 err_console = Console(stderr=True, highlight=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _module_name(command: str) -> str:
+    return command.replace("-", "_")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only`` just that subcommand's module is imported (fast start)."""
     parser = argparse.ArgumentParser(
         prog="sharedtask",
         description=(
@@ -45,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sharedtask {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMAND_MODULES:
+    for name in SUBCOMMAND_MODULES if only is None else (only,):
         try:
             module = importlib.import_module(f"sharedtask.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -57,7 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Import only the chosen subcommand (evaluate on a small run is dominated by start-up);
+    # help, typos and top-level options get the full parser.
+    first = next((a for a in argv if not a.startswith("-")), None)
+    only = _module_name(first) if first and _module_name(first) in SUBCOMMAND_MODULES else None
+    if only is not None and first != first.lower():
+        only = None
+    parser = build_parser(only)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

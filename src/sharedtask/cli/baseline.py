@@ -1,0 +1,92 @@
+"""``sharedtask baseline list|build|run``: the baselines declared in tira.yml."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.images import ensure_image
+from sharedtask.manifest import Software, load_manifest
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "baseline",
+        help="list, build or run the baselines declared in tira.yml",
+        description="Work with the baselines of the manifest (tira.yml): list them, build their images, run one in the sandbox.",
+    )
+    parser.add_argument("--manifest", type=Path, metavar="FILE", help="manifest to use (default: the project's tira.yml)")
+    inner = parser.add_subparsers(dest="baseline_command", metavar="SUBCOMMAND")
+
+    lister = inner.add_parser("list", help="list the baselines, their images and tasks")
+    lister.set_defaults(func=_list)
+
+    build = inner.add_parser("build", help="build a baseline's image (skipped when up to date)")
+    build.add_argument("name", nargs="?", help="baseline name (default: all)")
+    build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
+    build.set_defaults(func=_build)
+
+    run = inner.add_parser(
+        "run",
+        help="build if needed and run a baseline in the sandbox on a task's dataset",
+        description="Build (if needed) and run a baseline in the sandbox, then validate its output.",
+    )
+    run.add_argument("name", help="baseline name (see `sharedtask baseline list`)")
+    run.add_argument("--task", required=True, metavar="ID", help="task id")
+    run.add_argument("--input", type=Path, metavar="DIR", help="dataset folder ($inputDataset); default: the task's sample")
+    run.add_argument("--output", type=Path, metavar="DIR", help="output folder ($outputDir); default: a new folder under ./sharedtask-runs")
+    run.set_defaults(func=_run)
+    parser.set_defaults(func=_list)
+
+
+def _manifest(args: argparse.Namespace):
+    return load_manifest(args.manifest)
+
+
+def _list(args: argparse.Namespace) -> int:
+    manifest = _manifest(args)
+    table = Table(title=f"baselines in {manifest.path}", title_justify="left")
+    for col in ("name", "image", "build", "tasks", "description"):
+        table.add_column(col)
+    for sw in manifest.baselines:
+        table.add_row(sw.name, sw.image, str(sw.build or "prebuilt"), ", ".join(sw.tasks), sw.description)
+    console.print(table)
+    return 0
+
+
+def build_software(sw: Software, *, force: bool = False) -> str:
+    """Build one image with a status line; returns the image id."""
+    if sw.build is None:
+        return sw.image
+    with console.status(f"building {sw.image} from {sw.build}") as status:
+        image_id, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, force=force,
+                                       on_log=lambda line: status.update(f"building {sw.image}: {line[:100]}"))
+    console.print(f"{sw.image}: {'built' if built else 'up to date'} ({image_id[7:19]})")
+    return image_id
+
+
+def _build(args: argparse.Namespace) -> int:
+    manifest = _manifest(args)
+    targets = [manifest.software(args.name)] if args.name else list(manifest.baselines)
+    for sw in targets:
+        build_software(sw, force=args.force)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sharedtask.cli.run import run_and_report  # the sandbox's CLI presentation
+    from sharedtask.spec import load_task
+
+    manifest = _manifest(args)
+    sw = manifest.software(args.name)
+    task = load_task(args.task)
+    if not sw.serves(task.id):
+        raise SharedTaskError(f"{sw.name} does not serve {task.id}", hint=f"it serves: {', '.join(sw.tasks)}")
+    build_software(sw)
+    return run_and_report(task, sw.image, command=sw.command_for(task.id), input_dir=args.input, output_dir=args.output)
