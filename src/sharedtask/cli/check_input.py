@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.filesize import decimal
 from rich.table import Table
 
 from sharedtask.inputcheck import InputReport, check_input
@@ -51,7 +52,7 @@ def render(report: InputReport) -> None:
     style = {"ok": "green", "optional-missing": "dim", "missing": "bold red", "invalid": "bold red"}
     for c in report.checks:
         status = f"[{style[c.status]}]{c.status}[/]" + (f": {c.message}" if c.message and c.status != "ok" else "")
-        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", f"{c.bytes / 1e6:,.1f} MB", status)
+        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", decimal(c.bytes), status)
     console.print(table)
     console.print(f"topics: {len(report.topics)}")
     for f in report.findings:
