@@ -14,7 +14,8 @@ Normalization, per topic (topics keep their order of first appearance):
    float, so trec_eval (double or float), pytrec_eval, ir_measures and the Touché
    scorer (by rank) all see the same order; untouched scores keep their text;
 6. one run tag (the first one, made safe), ``Q0`` in column 2, LF line endings,
-   no comments or blank lines; TREC runs use spaces, ARQMath runs tabs.
+   no comments or blank lines, control characters (CR, NUL, ...) and whitespace around
+   fields removed; TREC runs use spaces, ARQMath runs tabs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sharedtask.validate.structure import find_run_file
 
 _PLAIN = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
 _UNSAFE_TAG = re.compile(r"[^A-Za-z0-9_.+-]")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 #: Findings whose lines the fix drops (counted as "unreadable lines dropped").
 _DROPPED_CODES = ("RUN-BLANK-LINE", "RUN-COMMENT", "RUN-COLUMNS", "RUN-ENCODING")
@@ -182,7 +184,11 @@ class _Writer:
 
     def _write(self, row: list[str]) -> None:
         assert self.fh is not None
-        self.fh.write(self.sep.join(row) + "\n")
+        clean = [_CONTROL.sub("", f) if i == self.layout.answer else _CONTROL.sub("", f).strip()
+                 for i, f in enumerate(row)]
+        if clean != row:
+            self.bump("control characters or stray whitespace removed from fields")
+        self.fh.write(self.sep.join(clean) + "\n")
         self.written += 1
 
 
