@@ -17,7 +17,7 @@ from sharedtask.errors import SharedTaskError
 HASH_LABEL = "sharedtask.source-hash"
 BASE_IMAGE_ENV = "SHAREDTASK_BASE_IMAGE"
 DEFAULT_BASE_IMAGE = "sharedtask/base:latest"
-_SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".venv", "node_modules"}
+_SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".hypothesis", ".venv", "node_modules", "sharedtask-runs", "sharedtask-report", "tests", "benchmarks"}
 
 
 def base_image() -> str:

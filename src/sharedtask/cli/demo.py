@@ -1,0 +1,120 @@
+"""``sharedtask demo``: baselines (and submissions) built, run sandboxed, validated, scored, ranked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.images import docker_client
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "demo",
+        help="the whole flow: build, run sandboxed, validate, evaluate, leaderboard and HTML report",
+        description=(
+            "For each task (default: every task that has a baseline), build the images of the baselines "
+            "(and of the submissions listed with --submissions) if missing, run each in the sandbox on the "
+            "task's dataset (default: the bundled sample), validate the output, evaluate it against the "
+            "truth, and print a leaderboard. Writes an HTML report and leaderboards (JSON, CSV) to --out."
+        ),
+    )
+    parser.add_argument("--task", action="append", metavar="ID", help="task id (repeatable; default: all tasks with software)")
+    parser.add_argument("--manifest", type=Path, metavar="FILE", help="manifest (default: the project's tira.yml)")
+    parser.add_argument("--submissions", type=Path, action="append", metavar="FILE",
+                        help="YAML list of submissions to rank with the baselines (same shape as tira.yml's baselines; repeatable)")
+    parser.add_argument("--no-baselines", action="store_true", help="run only the submissions")
+    parser.add_argument("--dataset", default="sample", metavar="NAME", help="dataset name in the manifest (default: sample)")
+    parser.add_argument("--out", type=Path, default=Path("sharedtask-demo"), metavar="DIR",
+                        help="where runs, records, leaderboards and the report go (default: ./sharedtask-demo)")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="HTML report path (default: OUT/report.html)")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild images even when up to date")
+    parser.add_argument("--json", action="store_true", help="print the leaderboards as JSON at the end")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from sharedtask.demo import build_images, run_task, sections
+    from sharedtask.manifest import load_manifest
+    from sharedtask.report import write_report
+    from sharedtask.spec import all_tasks, load_task
+
+    manifest = load_manifest(args.manifest, extra=args.submissions)
+    if args.no_baselines:
+        manifest = replace(manifest, baselines=())
+    tasks = [load_task(t) for t in args.task] if args.task else [t for t in all_tasks() if manifest.for_task(t.id)]
+    if not tasks:
+        raise SharedTaskError("no task has any software to run", hint="check the manifest's baselines/submissions")
+    for task in tasks:
+        if not manifest.for_task(task.id):
+            raise SharedTaskError(f"no baseline or submission serves {task.id}")
+    docker_client()  # one clear line when Docker is not there, before any work
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    softwares = {sw.name: sw for t in tasks for sw in manifest.for_task(t.id)}
+    total = sum(len(manifest.for_task(t.id)) for t in tasks)
+    console.print(f"[bold]sharedtask demo[/]: {len(tasks)} task(s), {len(softwares)} piece(s) of software, "
+                  f"{total} sandboxed run(s) → {out}")
+    outcomes = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        status = progress.add_task("starting", total=None)
+
+        def say(message: str) -> None:
+            progress.update(status, description=f"[dim]{message}[/]")
+
+        builds = progress.add_task("building images", total=len({sw.image for sw in softwares.values()}))
+        build_errors: dict[str, str | None] = {}
+        for sw in softwares.values():
+            build_errors.update(build_images([sw], say, force=args.rebuild))
+            progress.update(builds, completed=len(build_errors))
+        for image, error in build_errors.items():
+            if error:
+                progress.console.print(f"[bold red]build failed[/] {image}: {error}")
+        runs = progress.add_task("sandboxed runs", total=total)
+        for task in tasks:
+            outcome = run_task(task, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
+                               advance=lambda: progress.advance(runs))
+            outcomes.append(outcome)
+            progress.console.print(_task_table(outcome))
+        progress.update(status, description="done", total=1, completed=1)
+
+    report = write_report(args.report or out / "report.html", sections(outcomes), title="sharedtask demo")
+    if args.json:
+        print(json.dumps({o.task.id: o.leaderboard.to_json() if o.leaderboard else None for o in outcomes}, indent=2))
+    failed = [(o.task.id, e.name, e.status) for o in outcomes for e in o.entries if e.status != "success" or e.valid is False]
+    console.print(f"\n[bold]report[/]: {report}\n[bold]runs, records, leaderboards[/]: {out}")
+    if failed:
+        console.print(f"[bold red]{len(failed)} run(s) failed or were invalid[/]: "
+                      + ", ".join(f"{t}/{n} ({s})" for t, n, s in failed))
+        return 1
+    return 0
+
+
+def _task_table(outcome) -> Table:
+    """Leaderboard of one task: the evaluator's table plus rows for runs that produced no scores."""
+    if outcome.leaderboard is not None:
+        table = outcome.leaderboard.table()
+    else:
+        table = Table()
+        table.add_column("run")
+    table.title = f"{outcome.task.id}: {outcome.task.title} ({outcome.dataset.name} dataset)"
+    table.title_justify = "left"
+    scored = set(outcome.results)
+    for entry in outcome.entries:
+        if entry.name not in scored:
+            reason = entry.status if entry.status != "success" else ("invalid run" if entry.valid is False else "not scored")
+            cells = [entry.name, f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
+            table.add_row(*cells[: len(table.columns)])
+    return table
