@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import re
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -71,6 +73,24 @@ def find_run_file(output_dir: Path) -> Path | None:
         if (output_dir / name).is_file():
             return output_dir / name
     return None
+
+
+def _prefetch_validator() -> threading.Thread:
+    """Import the validator while the container runs, not after it.
+
+    Importing it (and its numeric dependencies) costs a noticeable part of a
+    second; a container run is mostly waiting, so the import is free there.
+    """
+
+    def load() -> None:
+        try:
+            importlib.import_module("sharedtask.validate")
+        except Exception:  # noqa: BLE001 - validate_output reports it
+            pass
+
+    thread = threading.Thread(target=load, name="sandbox-prefetch-validator", daemon=True)
+    thread.start()
+    return thread
 
 
 def validate_output(output_dir: Path, task: Any, input_dir: Path | None) -> dict[str, Any]:
@@ -174,9 +194,12 @@ def run(
         dataset_id=dataset_id or dataset_id_of(input_path),
         labels={"sharedtask.task": task.id},
     )
+    prefetch = _prefetch_validator() if validate else None
     result = run_container(request, observer)
+    if prefetch is not None:
+        prefetch.join()
     if validate:
-        validation = validate_output(out_path, task, input_path)
+        validation = validate_output(out_path.resolve(), task, input_path.resolve())
     else:
         validation = {"status": "skipped"}
     record = build_record(request, result, task_id=task.id, validation=validation)

@@ -95,6 +95,13 @@ def summary(outcome: SandboxRun, tail_lines: int = 10) -> RenderableType:
                   f" in {outcome.request.output_dir}")
     verdict = outcome.validation.get("status", "?")
     reason = outcome.validation.get("reason")
+    report = outcome.validation.get("report")
+    if isinstance(report, dict) and isinstance(report.get("counts"), dict):
+        counts = report["counts"]
+        reason = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items() if n)
+        first = [f for f in report.get("findings", []) if f.get("severity") == "error"][:3]
+        if first:
+            reason += "; " + "; ".join(f"{f.get('code')}: {f.get('message')}" for f in first)
     table.add_row("validation", Text(verdict + (f" ({reason})" if reason else ""),
                                      style=VERDICT_STYLE.get(verdict, "yellow")))
     table.add_row("network", outcome.request.policy.network or "none")

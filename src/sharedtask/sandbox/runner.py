@@ -389,7 +389,8 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         mounts=dict(spec["volumes"]),
         oom_killed=oom_killed,
         peak_memory=memory.peak,
-        peak_memory_source=memory.source,
+        peak_memory_source=memory.source if memory.peak is not None
+        else "not measured: the container exited before the first sample",
         output_bytes=output_bytes,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
