@@ -47,8 +47,26 @@ def findings_from_validation(validation: dict[str, Any]) -> list[Finding]:
     return out
 
 
+def with_parents(softwares: list[Software], manifest: Manifest) -> list[Software]:
+    """``softwares`` plus the manifest entries whose images they build on, parents first."""
+    by_image = {sw.image: sw for sw in (*manifest.baselines, *manifest.submissions) if sw.build is not None}
+    ordered: list[Software] = []
+
+    def visit(sw: Software, seen: tuple[str, ...]) -> None:
+        for value in sw.build_args.values():
+            parent = by_image.get(value)
+            if parent is not None and parent.image not in seen:
+                visit(parent, (*seen, parent.image))
+        if all(o.image != sw.image for o in ordered):
+            ordered.append(sw)
+
+    for sw in softwares:
+        visit(sw, (sw.image,))
+    return ordered
+
+
 def build_images(softwares: list[Software], say: Say, *, force: bool = False) -> dict[str, str | None]:
-    """Build each distinct build context once; returns image -> error (None when fine)."""
+    """Build each distinct image once, in the given order; returns image -> error (None when fine)."""
     errors: dict[str, str | None] = {}
     for sw in softwares:
         if sw.image in errors:
@@ -58,7 +76,7 @@ def build_images(softwares: list[Software], say: Say, *, force: bool = False) ->
             continue
         say(f"building {sw.image}")
         try:
-            _, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, force=force,
+            _, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args, force=force,
                                     on_log=lambda line, img=sw.image: say(f"building {img}: {line[:90]}"))
             errors[sw.image] = None
         except SharedTaskError as exc:
@@ -135,7 +153,8 @@ def run_task(task: Task, manifest: Manifest, out_dir: Path, say: Say, *, dataset
 
     dataset = manifest.dataset(task, dataset_name)
     softwares = manifest.for_task(task.id)
-    build_errors = build_errors if build_errors is not None else build_images(softwares, say)
+    if build_errors is None:
+        build_errors = build_images(with_parents(softwares, manifest), say)
     entries: list[RunEntry] = []
     results: dict[str, Any] = {}
     for sw in softwares:

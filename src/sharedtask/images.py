@@ -68,14 +68,16 @@ def ensure_image(
     tag: str,
     *,
     dockerfile: str | None = None,
+    build_args: dict[str, str] | None = None,
     client=None,
     force: bool = False,
     on_log: Callable[[str], None] | None = None,
 ) -> tuple[str, bool]:
     """Build ``context`` as ``tag`` unless an up-to-date build exists.
 
-    Returns (image id, built?). The base image's id is part of the hash, so a new
-    base image triggers a rebuild.
+    Returns (image id, built?). The ids of the base image and of every local image
+    named in ``build_args`` (e.g. a parent baseline image) are part of the hash, so a
+    new parent triggers a rebuild.
     """
     import docker
 
@@ -87,7 +89,14 @@ def ensure_image(
         base_id = client.images.get(base).id
     except docker.errors.ImageNotFound:
         raise SharedTaskError(f"the base image {base} is missing", hint="run `sharedtask docker-doctor --fix`") from None
-    wanted = context_hash(context, extra=base_id)
+    args = {"BASE_IMAGE": base, **(build_args or {})}
+    parents = [base_id]
+    for value in sorted(args.values()):
+        try:
+            parents.append(client.images.get(value).id)
+        except (docker.errors.ImageNotFound, docker.errors.APIError):
+            parents.append(value)
+    wanted = context_hash(context, extra=" ".join(parents) + (dockerfile or ""))
     if not force:
         try:
             existing = client.images.get(tag)
@@ -101,7 +110,7 @@ def ensure_image(
         path=str(context),
         dockerfile=dockerfile,
         tag=tag,
-        buildargs={"BASE_IMAGE": base},
+        buildargs=args,
         labels={HASH_LABEL: wanted},
         rm=True,
         forcerm=True,

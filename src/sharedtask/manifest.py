@@ -31,6 +31,7 @@ class Software:
     kind: str  # "baseline" | "submission" | "evaluator"
     build: Path | None = None
     dockerfile: str | None = None
+    build_args: dict[str, str] = field(default_factory=dict)
     command: str | None = None
     commands: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = ()
@@ -112,6 +113,7 @@ def _software(name: str, raw: dict[str, Any], kind: str, base: Path) -> Software
         kind=kind,
         build=(base / build).resolve() if build else None,
         dockerfile=raw.get("dockerfile"),
+        build_args=dict(raw.get("build_args", {})),
         command=raw.get("command"),
         commands=dict(raw.get("commands", {})),
         tasks=tuple(raw.get("tasks", ())),

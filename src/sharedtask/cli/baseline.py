@@ -52,10 +52,11 @@ def _manifest(args: argparse.Namespace):
 def _list(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
     table = Table(title=f"baselines in {manifest.path}", title_justify="left")
-    for col in ("name", "image", "build", "tasks", "description"):
-        table.add_column(col)
+    table.add_column("name", style="bold cyan", no_wrap=True)
+    table.add_column("image / command", overflow="fold")
+    table.add_column("tasks")
     for sw in manifest.baselines:
-        table.add_row(sw.name, sw.image, str(sw.build or "prebuilt"), ", ".join(sw.tasks), sw.description)
+        table.add_row(sw.name, f"{sw.image}\n[dim]{sw.command or '(entrypoint)'}[/]", "\n".join(sw.tasks))
     console.print(table)
     return 0
 
@@ -65,7 +66,7 @@ def build_software(sw: Software, *, force: bool = False) -> str:
     if sw.build is None:
         return sw.image
     with console.status(f"building {sw.image} from {sw.build}") as status:
-        image_id, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, force=force,
+        image_id, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args, force=force,
                                        on_log=lambda line: status.update(f"building {sw.image}: {line[:100]}"))
     console.print(f"{sw.image}: {'built' if built else 'up to date'} ({image_id[7:19]})")
     return image_id
@@ -73,8 +74,10 @@ def build_software(sw: Software, *, force: bool = False) -> str:
 
 def _build(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
+    from sharedtask.demo import with_parents
+
     targets = [manifest.software(args.name)] if args.name else list(manifest.baselines)
-    for sw in targets:
+    for sw in with_parents(targets, manifest):
         build_software(sw, force=args.force)
     return 0
 
@@ -88,5 +91,8 @@ def _run(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     if not sw.serves(task.id):
         raise SharedTaskError(f"{sw.name} does not serve {task.id}", hint=f"it serves: {', '.join(sw.tasks)}")
-    build_software(sw)
+    from sharedtask.demo import with_parents
+
+    for needed in with_parents([sw], manifest):
+        build_software(needed)
     return run_and_report(task, sw.image, command=sw.command_for(task.id), input_dir=args.input, output_dir=args.output)

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from sharedtask.demo import build_images, run_task, sections
+    from sharedtask.demo import build_images, run_task, sections, with_parents
     from sharedtask.manifest import load_manifest
     from sharedtask.report import write_report
     from sharedtask.spec import all_tasks, load_task
@@ -63,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     softwares = {sw.name: sw for t in tasks for sw in manifest.for_task(t.id)}
+    to_build = with_parents(list(softwares.values()), manifest)
     total = sum(len(manifest.for_task(t.id)) for t in tasks)
     console.print(f"[bold]sharedtask demo[/]: {len(tasks)} task(s), {len(softwares)} piece(s) of software, "
                   f"{total} sandboxed run(s) → {out}")
@@ -74,9 +75,9 @@ def _run(args: argparse.Namespace) -> int:
         def say(message: str) -> None:
             progress.update(status, description=f"[dim]{message}[/]")
 
-        builds = progress.add_task("building images", total=len({sw.image for sw in softwares.values()}))
+        builds = progress.add_task("building images", total=len(to_build))
         build_errors: dict[str, str | None] = {}
-        for sw in softwares.values():
+        for sw in to_build:
             build_errors.update(build_images([sw], say, force=args.rebuild))
             progress.update(builds, completed=len(build_errors))
         for image, error in build_errors.items():
