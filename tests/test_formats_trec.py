@@ -235,3 +235,13 @@ def test_write_qrels_round_trip(tmp_path: Path) -> None:
     write_qrels(out, rows, sep="\t")
     assert out.read_text().splitlines()[0] == "1\tQ0\tSb38112c8-A443a9828\t2"
     assert [q[:4] for q in read_qrels(out)] == [q[:4] for q in rows]
+
+
+def test_load_run_dict_gzip_bom_and_leading_blank_lines(tmp_path: Path) -> None:
+    gz = tmp_path / "run.txt.gz"
+    gz.write_bytes(gzip.compress(b"\xef\xbb\xbf\r\n\n" + (TREC / "arqmath-task1.tsv").read_bytes()))
+    assert load_run_dict(gz) == {"A.301": {"2963391": 12.5, "2963392": 11.0}, "A.302": {"1049861": 3.0}}
+    with pytest.raises(FormatError) as err:
+        gz.write_bytes(gzip.compress(b"\n" + (BAD / "run-bad-rank.txt").read_bytes()))
+        load_run_dict(gz)
+    assert err.value.location.line == 4

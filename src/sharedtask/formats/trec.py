@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from operator import itemgetter
 from typing import IO, Literal, NamedTuple
 
 from sharedtask.errors import FormatError
@@ -345,37 +346,41 @@ def load_run_dict(
             if layout == "arqmath-task3":
                 raise FormatError(path, "a Task 3 run has no document ids to load as a score dict",
                                   hint="use read_run() for Task 3 runs")
-            # (doc, rank, score) column indices for the expected column count
-            ncols, doc_i, rank_i, score_i = (5, 1, 2, 3) if layout == "arqmath-task1" else (6, 2, 3, 4)
-            if layout == "arqmath-task2":
-                doc_i = 1
+            # (topic, doc, rank, score) column indices for the expected column count
+            if layout == "arqmath-task1":
+                ncols, pick = 5, itemgetter(0, 1, 2, 3)
+            elif layout == "arqmath-task2":
+                ncols, pick = 6, itemgetter(0, 1, 3, 4)
+            else:
+                ncols, pick = 6, itemgetter(0, 2, 3, 4)
             keep_first = on_duplicate == "first"
             check = on_duplicate == "error"
             run_get = run.get
-            for lineno, line in enumerate(chain(head, f), 1):
+            f.seek(0)  # re-read the head in the main loop: cheaper than chaining every line
+            for lineno, line in enumerate(f, 1):
                 parts = line.split()
                 if len(parts) != ncols:
                     if not parts:
                         continue
                     parts = _slow_parts(path, line, lineno, layout, parts)
+                topic, doc, rank, score = pick(parts)
                 try:
-                    score = float(parts[score_i])
-                    int(parts[rank_i])
+                    value = float(score)
+                    if not rank.isdigit():  # isdigit is much cheaper than int() on the hot path
+                        int(rank)
                 except ValueError:
                     _slow_parts(path, line, lineno, layout, parts, full=True)
                     raise  # pragma: no cover - _slow_parts raises the precise error
-                topic = parts[0]
                 docs = run_get(topic)
                 if docs is None:
                     docs = run[topic] = {}
-                doc = parts[doc_i]
                 if doc in docs:
+                    if keep_first:
+                        continue
                     if check:
                         raise FormatError(path, f"duplicate document {doc!r} for topic {topic!r}",
                                           line=lineno, hint="trec_eval refuses runs with duplicates")
-                    if keep_first:
-                        continue
-                docs[doc] = score
+                docs[doc] = value
         except DECODE_ERRORS as exc:
             raise decode_error(path, exc, line=lineno + 1) from None
     return run
