@@ -7,7 +7,6 @@ it they skip on a developer machine and fail in CI (env CI set), like the docker
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 import shutil
 import struct
@@ -256,3 +255,29 @@ def test_sandbox_record_shows_limits_memory_and_log_tail_from_files(tmp_path: Pa
     assert "1 min 16 s" in record_html and "exit code 3" in record_html and "of 1 h" in record_html
     assert "no run file no run.txt" in record_html and "x" * 50 not in record_html
     assert "(image default" in record_html
+
+
+def test_chart_survives_nan_inf_and_negative_values() -> None:
+    from sharedtask.report.chart import Series, grouped_bars
+
+    svg = grouped_bars("t", "m", ["1", "2", "3"], [Series("a", "#000", {"1": float("nan"), "2": float("inf"), "3": -0.3}),
+                                                   Series("b", "#111", {"1": 0.5, "3": 0.0})])
+    assert svg.count('<rect class="bar"') == 5  # b has no value for topic 2
+    assert "a · topic 1: nan" in svg and "a · topic 2: inf" in svg and "a · topic 3: -0.3" in svg
+    assert ">-0.5<" in svg  # the y axis reaches below zero (nice floor of -0.3)
+
+
+def test_run_entry_from_stage_results() -> None:
+    from types import SimpleNamespace
+
+    from sharedtask.report import run_entry
+
+    sandbox = SimpleNamespace(record={"status": "success", "exit_code": 0, "wall_seconds": 1.5},
+                              result=SimpleNamespace(status="success", log_tail=["a", "b"]))
+    verdict = SimpleNamespace(valid=False, findings=[Finding(Severity.ERROR, "RUN-EMPTY", "empty")])
+    scores = SimpleNamespace(scores={"ndcg_prime": 0.25}, per_topic={"ndcg_prime": {"A.301": 0.25}}, notes=["n1"])
+    entry = run_entry("x", image="i", sandbox=sandbox, validation=verdict, evaluation=scores, notes=["n2"])
+    assert (entry.status, entry.valid, entry.verdict, entry.notes) == ("success", False, "invalid", ["n1", "n2"])
+    assert entry.record["log_tail"] == ["a", "b"] and entry.per_topic == {"ndcg_prime": {"A.301": 0.25}}
+    crashed = run_entry("y", image="i", status="error")
+    assert (crashed.status, crashed.valid, crashed.scores, crashed.ranked) == ("error", None, {}, False)

@@ -57,7 +57,7 @@ def nice_ceiling(value: float) -> float:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+    return f"{value:.4f}".rstrip("0").rstrip(".") if math.isfinite(value) else str(value)
 
 
 def _num(value: float) -> str:
@@ -93,7 +93,7 @@ def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Se
     width = MARGIN_L + plot_w + MARGIN_R
     height = top + PLOT_H + label_h + 30
 
-    values = [v for s in series for v in s.values.values() if v == v]
+    values = [v for s in series for v in s.values.values() if math.isfinite(v)]
     y_max = nice_ceiling(max(values, default=0.0))
     y_min = -nice_ceiling(-min(values)) if values and min(values) < 0 else 0.0
 
@@ -136,7 +136,7 @@ def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Se
             if topic not in s.values:
                 continue
             v = s.values[topic]
-            vy = y_of(v) if v == v else zero_y
+            vy = y_of(v) if math.isfinite(v) else zero_y  # nan/inf: a stub at zero, the tooltip tells
             y0, h = (vy, zero_y - vy) if vy <= zero_y else (zero_y, vy - zero_y)
             if h < 1.5:  # keep zero bars visible (and hoverable) as a thin stub
                 y0, h = zero_y - 1.5, 1.5
