@@ -15,7 +15,8 @@ Normalization, per topic (topics keep their order of first appearance):
    scorer (by rank) all see the same order; untouched scores keep their text;
 6. one run tag (the first one, made safe), ``Q0`` in column 2, LF line endings,
    no comments or blank lines, control characters (CR, NUL, ...) and whitespace around
-   fields removed; TREC runs use spaces, ARQMath runs tabs.
+   the other fields removed (a line whose topic or document id holds them is dropped:
+   repairing it would be a guess); TREC runs use spaces, ARQMath runs tabs.
 """
 
 from __future__ import annotations
@@ -117,6 +118,13 @@ class _Writer:
             self._tag(rows[0][lay.tag])  # the run's first tag in file order
         keep = [k for k, s in enumerate(scores) if s is not None]
         self.bump("lines with an unusable score dropped", len(rows) - len(keep))
+        # An id with control characters or surrounding whitespace cannot be repaired without
+        # guessing (cleaning it could merge it with another topic or document): drop the line.
+        ids = [i for i in (lay.topic, lay.doc, lay.post) if i is not None]
+        intact = [k for k in keep if not any(_CONTROL.search(rows[k][i]) or rows[k][i] != rows[k][i].strip()
+                                             for i in ids)]
+        self.bump("lines with damaged ids dropped", len(keep) - len(intact))
+        keep = intact
         if lay.answer is not None:  # Task 3: one answer, rank 1
             self.bump("extra answers dropped", max(0, len(keep) - 1))
             for k in keep[:1]:

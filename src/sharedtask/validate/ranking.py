@@ -125,7 +125,8 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
         what = "formula id" if lay.post is not None else ("post id" if lay.name.startswith("arqmath") else "docno")
         check_ids(out, "RUN-DOC-ID", what, ctx.patterns.get("formula" if lay.post is not None else "document"),
                   docs, lines, lay.doc, rows)
-        if len(set(docs)) != n:
+        has_dups = len(set(docs)) != n
+        if has_dups:
             _duplicates(out, topic, docs, lines, rows, lay.doc, what)
     if lay.post is not None:
         posts = cols[lay.post]
@@ -162,15 +163,13 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
         )
     if clean and in_file_order and scores == sorted(scores, reverse=True):  # type: ignore[type-var]
         # The common case: ranks 1..n in file order, scores non-increasing. Ties are then
-        # neighbours; one vectorized look at float64 and float32 neighbours rules them out.
-        a = np.asarray(scores, dtype=np.float64)
-        b = _f32(a)
-        tie_check = bool(np.any(a[1:] == a[:-1]) or np.any(b[1:] == b[:-1]))
+        # runs of neighbours, found vectorized (float64 and float32 at once).
+        if docs is not None:
+            _ties_sorted(ctx, topic, docs, ranks, scores, lines, has_dups)  # type: ignore[arg-type]
     else:
-        tie_check = True
         _order(ctx, topic, ranks, scores, lines, in_file_order)
-    if docs is not None and tie_check:
-        _ties(ctx, topic, docs, ranks, scores, lines, clean)
+        if docs is not None:
+            _ties(ctx, topic, docs, ranks, scores, lines, clean)
     if ctx.answer_ids is not None and docs is not None:
         _in_collection(out, "RUN-NOT-ANSWER", ctx.answer_ids, docs, lines,
                        "post {v} is not an answer in the collection (Posts.xml)",
@@ -351,6 +350,70 @@ def _order(ctx: RankingContext, topic: str, ranks: list[int | None], scores: lis
             )
 
 
+def _runs(eq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and (inclusive) end positions of runs of equal neighbours; eq[i] = v[i] == v[i+1]."""
+    d = np.diff(np.concatenate(([0], eq.view(np.int8), [0])))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _ties_sorted(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
+                 scores: list[float], lines: list[int], has_dups: bool) -> None:
+    out = ctx.out
+    a = np.asarray(scores, dtype=np.float64)
+    b = _f32(a)
+    eq = a[1:] == a[:-1]
+    eq_b = b[1:] == b[:-1]
+    if not eq_b.any():
+        return  # eq implies eq_b
+    if has_dups:  # duplicates are reported already; the general path leaves them out
+        _ties(ctx, topic, docs, ranks, scores, lines, True)  # type: ignore[arg-type]
+        return
+    if eq.any():
+        starts, ends = _runs(eq)
+        for g, (s0, e0) in enumerate(zip(starts.tolist(), ends.tolist())):
+            if not out.wants("RUN-TIE"):
+                out.count_only(Severity.WARNING, "RUN-TIE", len(starts) - g)
+                break
+            _tie_finding(ctx, topic, docs, ranks, scores, lines, list(range(s0, e0 + 1)))  # type: ignore[arg-type]
+    only32 = eq_b & ~eq
+    if only32.any():
+        starts, ends = _runs(eq_b)
+        has32 = np.add.reduceat(only32.astype(np.int64), starts) > 0
+        for s0, e0 in zip(starts[has32].tolist(), ends[has32].tolist()):
+            if not out.wants("RUN-FLOAT32-TIE"):
+                out.count_only(Severity.WARNING, "RUN-FLOAT32-TIE")
+                continue
+            _float32_finding(ctx, topic, docs, scores, lines, list(range(s0, e0 + 1)))  # type: ignore[arg-type]
+
+
+def _tie_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
+                 scores: list[float | None], lines: list[int], members: list[int]) -> None:
+    ctx.out.add(
+        Severity.WARNING,
+        "RUN-TIE",
+        f"topic {topic}: {len(members)} documents share score {scores[members[0]]!r} "
+        f"(lines {_list(lines[k] for k in members)}); {_tie_story(docs, ranks, members, ctx.touche)}",
+        hint="break ties yourself (e.g. by a second feature) or run --fix, which orders them as "
+        "trec_eval does and makes the scores distinct",
+        line=lines[members[0]],
+    )
+
+
+def _float32_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], scores: list[float | None],
+                     lines: list[int], members: list[int]) -> None:
+    shown = ", ".join(f"{docs[k]} ({scores[k]!r})" for k in members[:_SHOW])
+    order = sorted(members, key=lambda k: docs[k], reverse=True)
+    ctx.out.add(
+        Severity.WARNING,
+        "RUN-FLOAT32-TIE",
+        f"topic {topic}: scores differ but are equal as 32-bit floats: {shown}"
+        f"{' ...' if len(members) > _SHOW else ''}; pytrec_eval (trec_eval 9.0.8) ties them and "
+        f"orders them by docno descending: {_list(docs[k] for k in order)}",
+        hint="keep scores at most 7 significant digits apart, or run --fix",
+        line=lines[members[0]],
+    )
+
+
 def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
           scores: list[float | None], lines: list[int], clean: bool) -> None:
     out = ctx.out
@@ -369,21 +432,13 @@ def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[in
         groups: dict[float, list[int]] = {}
         for k in idx:
             groups.setdefault(scores[k], []).append(k)  # type: ignore[arg-type]
-        for score, members in groups.items():
+        for members in groups.values():
             if len(members) < 2:
                 continue
             if not out.wants("RUN-TIE"):
                 out.count_only(Severity.WARNING, "RUN-TIE")
                 continue
-            out.add(
-                Severity.WARNING,
-                "RUN-TIE",
-                f"topic {topic}: {len(members)} documents share score {score!r} "
-                f"(lines {_list(lines[k] for k in members)}); {_tie_story(docs, ranks, members, ctx.touche)}",
-                hint="break ties yourself (e.g. by a second feature) or run --fix, which orders them as "
-                "trec_eval does and makes the scores distinct",
-                line=lines[members[0]],
-            )
+            _tie_finding(ctx, topic, docs, ranks, scores, lines, members)
     # pytrec_eval-terrier 0.5.11 (trec_eval 9.0.8) keeps scores as C float: reference/evaluation.md.
     try:
         f32 = array("f", distinct)  # type: ignore[arg-type]
@@ -400,17 +455,7 @@ def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[in
         if not out.wants("RUN-FLOAT32-TIE"):
             out.count_only(Severity.WARNING, "RUN-FLOAT32-TIE")
             continue
-        shown = ", ".join(f"{docs[k]} ({scores[k]!r})" for k in members[:_SHOW])
-        order = sorted(members, key=lambda k: docs[k], reverse=True)
-        out.add(
-            Severity.WARNING,
-            "RUN-FLOAT32-TIE",
-            f"topic {topic}: scores differ but are equal as 32-bit floats: {shown}"
-            f"{' ...' if len(members) > _SHOW else ''}; pytrec_eval (trec_eval 9.0.8) ties them and "
-            f"orders them by docno descending: {_list(docs[k] for k in order)}",
-            hint="keep scores at most 7 significant digits apart, or run --fix",
-            line=lines[members[0]],
-        )
+        _float32_finding(ctx, topic, docs, scores, lines, members)
 
 
 def _tie_story(docs: tuple[str, ...], ranks: list[int | None], members: list[int], touche: bool) -> str:
