@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -91,9 +92,15 @@ def test_image(docker_client, base_image, tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def no_leftover_containers(docker_client):
+def no_leftover_containers(docker_client, test_image):
     yield
-    left = docker_client.containers.list(all=True, filters={"label": "sharedtask.sandbox"})
+    # (other people's sandbox runs may be going on: look only at this module's image).
+    # tira-run's containers use the daemon's asynchronous auto-remove: give it a moment.
+    for _ in range(40):
+        left = docker_client.containers.list(all=True, filters={"ancestor": test_image})
+        if not left:
+            break
+        time.sleep(0.25)
     assert not left, f"containers not removed: {[c.name for c in left]}"
 
 
@@ -265,7 +272,7 @@ def test_writes_outside_the_output_dir_leave_no_trace(docker_client, test_image,
     assert found == [out.request.output_dir / marker]  # only the one in $outputDir
     assert not list(dataset.rglob(marker))
     assert not list(Path("/tmp").glob(marker))
-    assert not docker_client.containers.list(all=True, filters={"label": "sharedtask.sandbox"})
+    assert not docker_client.containers.list(all=True, filters={"id": out.result.container_id})
     overlay = Path("/var/lib/docker/overlay2")
     if os.access(overlay, os.R_OK | os.X_OK):  # the container's layer is gone with it
         hits = subprocess.run(["find", str(overlay), "-maxdepth", "4", "-name", marker],

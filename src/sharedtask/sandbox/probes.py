@@ -42,19 +42,42 @@ def _cgroup_files(pid: int) -> tuple[Path | None, str]:
     return None, ""
 
 
+def _cgroup_files_by_id(container_id: str) -> tuple[Path | None, str]:
+    """The usual cgroup locations of a docker container (cgroupfs and systemd drivers).
+
+    Known without asking the daemon for the pid, so short runs are caught too.
+    """
+    candidates = [
+        (CGROUP_ROOT / "memory" / "docker" / container_id / "memory.max_usage_in_bytes",
+         "cgroup v1 memory.max_usage_in_bytes"),
+        (CGROUP_ROOT / "memory" / "system.slice" / f"docker-{container_id}.scope" / "memory.max_usage_in_bytes",
+         "cgroup v1 memory.max_usage_in_bytes"),
+        (CGROUP_ROOT / "system.slice" / f"docker-{container_id}.scope" / "memory.peak", "cgroup v2 memory.peak"),
+        (CGROUP_ROOT / "docker" / container_id / "memory.peak", "cgroup v2 memory.peak"),
+    ]
+    for path, description in candidates:
+        if path.is_file():
+            return path, description
+    return None, ""
+
+
 class MemoryProbe:
     """Tracks the peak memory of one running container."""
 
-    def __init__(self, pid: int | None, stats: Callable[[], dict[str, Any]] | None, interval: float) -> None:
+    def __init__(self, pid: int | None, stats: Callable[[], dict[str, Any]] | None, interval: float,
+                 container_id: str | None = None) -> None:
         self.peak: int | None = None
         self.current: int | None = None
         self._file: Path | None = None
         self._stats = stats
         self.source = "not measured"
-        if pid:
+        description = ""
+        if container_id:
+            self._file, description = _cgroup_files_by_id(container_id)
+        if self._file is None and pid:
             self._file, description = _cgroup_files(pid)
-            if self._file is not None:
-                self.source = f"{description}, sampled every {interval:g} s"
+        if self._file is not None:
+            self.source = f"{description}, sampled every {interval:g} s"
         if self._file is None and stats is not None:
             self.source = f"docker stats API memory_stats, sampled every {interval:g} s"
 

@@ -71,7 +71,7 @@ def build_record(
                     "input_run": str(request.input_run.resolve()) if request.input_run else None},
         "image": {"name": result.image, "id": result.image_id, "repo_digests": result.repo_digests},
         "command": request.command,
-        "container": {"entrypoint": result.container_entrypoint, "command": result.container_command,
+        "container": {"id": result.container_id, "entrypoint": result.container_entrypoint, "command": result.container_command,
                       "environment": result.environment, "mounts": result.mounts},
         "started_at": result.started_at,
         "ended_at": result.ended_at,

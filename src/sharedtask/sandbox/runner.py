@@ -79,6 +79,7 @@ class RunResult:
     wall_seconds: float
     image: str
     image_id: str
+    container_id: str
     repo_digests: list[str]
     container_command: list[str] | None
     container_entrypoint: list[str] | None
@@ -321,11 +322,15 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         except docker.errors.APIError as exc:
             status, message = FAILED, f"container did not start: {exc.explanation or exc}"
         if status is None:
+            memory = MemoryProbe(None, None, SAMPLE_INTERVAL, container.id)
+            memory.sample()
             if observer is not None:
                 observer.started(request, container.id)
-            container.reload()
-            pid = container.attrs.get("State", {}).get("Pid") or None
-            memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True), SAMPLE_INTERVAL)
+            if memory.source == "not measured":  # unusual cgroup layout: ask for the pid
+                container.reload()
+                pid = container.attrs.get("State", {}).get("Pid") or None
+                memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True),
+                                     SAMPLE_INTERVAL)
             memory.sample()
             pumps = [
                 _LogPump(container, "stdout", stdout_path, tail, observer),
@@ -381,6 +386,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         wall_seconds=round(wall, 3),
         image=request.image,
         image_id=image.id,
+        container_id=container.id,
         repo_digests=list(image.attrs.get("RepoDigests") or []),
         container_command=spec.get("command") or image.attrs.get("Config", {}).get("Cmd"),
         container_entrypoint=spec.get("entrypoint") or image.attrs.get("Config", {}).get("Entrypoint"),
