@@ -44,7 +44,18 @@ fi
 say "checking Docker (daemon, base image)"
 if [ "$(id -u)" = 0 ]; then bash docker/setup.sh; else sudo bash docker/setup.sh; fi
 
-# 3. The job ------------------------------------------------------------------
+# 3. A real browser for the HTML report tests (Debian's chromium), test mode only --
+if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing Debian's chromium (headless browser for the report tests)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+            || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+    else
+        say "chromium is missing: the report's browser tests will be skipped (install it: apt-get install chromium)"
+    fi
+fi
+
+# 4. The job ------------------------------------------------------------------
 case "$MODE" in
     install) say "done: activate with 'source $VENV/bin/activate', then run 'sharedtask --help'" ;;
     test) say "running the test suite"; exec "$VENV/bin/python" -m pytest "$@" ;;
