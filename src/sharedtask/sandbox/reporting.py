@@ -69,10 +69,10 @@ class LiveObserver:
             head = Text("starting…")
         else:
             head = Text.assemble(
-                ("running ", "bold cyan"), f"{snap.elapsed:6.1f} s / {snap.timeout:g} s   ",
-                ("memory ", "bold"), f"{format_size(snap.memory_current)} "
-                f"(peak {format_size(snap.memory_peak)}) / {format_size(snap.memory_limit)}   ",
-                ("output ", "bold"), f"{format_size(snap.output_bytes)} / {format_size(snap.output_limit)}",
+                ("running ", "bold cyan"), f"{snap.elapsed:.1f} s / {snap.timeout:g} s",
+                ("  mem ", "bold"), f"{format_size(snap.memory_current)} (peak {format_size(snap.memory_peak)})"
+                f" / {format_size(snap.memory_limit)}",
+                ("  out ", "bold"), f"{format_size(snap.output_bytes)} / {format_size(snap.output_limit)}",
             )
         body = Text("\n".join(lines) or "(no output yet)", style="dim", no_wrap=True, overflow="ellipsis")
         return Panel(Group(head, body), title=self._title, title_align="left",
