@@ -10,13 +10,12 @@ import os
 from collections import Counter
 import shutil
 import struct
-import subprocess
 from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 
+from browser_helpers import DomSummary, browser
 from sharedtask.findings import Finding, Severity
 from sharedtask.report import RunEntry, TaskSection, leaderboard, render_html, write_report
 from sharedtask.report.chart import natural_key, nice_ceiling
@@ -143,70 +142,10 @@ def test_write_report_is_atomic_and_replaces(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ real browser
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    reason = "Debian's chromium is not installed (apt-get install -y chromium)"
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser tests, but {reason}")
-    pytest.skip(reason)
-
-
-def _browser(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chrome-profile'}", *args, page.as_uri()]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True)
-
-
-class DomSummary(HTMLParser):
-    """Counts what the rendered DOM holds, per task section."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.title = ""
-        self._in_title = False
-        self.task: str | None = None
-        self.rows: dict[str, int] = {}
-        self.charts: dict[str, list[int]] = {}
-        self.scripts = 0
-        self.details = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        classes = (a.get("class") or "").split()
-        if tag == "title" and self.task is None and not self.title:
-            self._in_title = True
-        if tag == "section" and "task" in classes:
-            self.task = a["data-task"]
-            self.rows[self.task] = 0
-            self.charts[self.task] = []
-        if tag == "tr" and "run" in classes:
-            self.rows[self.task] += 1
-        if tag == "svg" and "chart" in classes:
-            self.charts[self.task].append(0)
-        if tag == "rect" and "bar" in classes:
-            self.charts[self.task][-1] += 1
-        if tag == "script":
-            self.scripts += 1
-        if tag == "details" and ("record" in classes or "run-findings" in classes):
-            self.details += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-
-
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     sections = [touche_section(), arqmath_section()]
     page = write_report(tmp_path / "report.html", sections, title="Demo <report> & more", generated=WHEN)
-    dom = _browser(page, tmp_path, "--dump-dom").stdout
+    dom = browser(page, tmp_path, "--dump-dom").stdout
     summary = DomSummary()
     summary.feed(dom)
 
@@ -226,7 +165,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 def test_report_screenshot_is_a_real_page(tmp_path: Path) -> None:
     page = write_report(tmp_path / "report.html", [touche_section(), arqmath_section()], generated=WHEN)
     shot = tmp_path / "report.png"
-    _browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
+    browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
