@@ -109,8 +109,8 @@ class Vocabulary:
         # Sentence ends: a period attached to some tokens (Lucene analyzers strip it).
         head = min(size, 3000)
         words = base + [w + "." for w in base[:head]]
-        total = sum(weights[:head])
-        weights += [w * sentence_end / (1 - sentence_end) * sum(weights) / total for w in weights[:head]]
+        factor = sentence_end / (1 - sentence_end) * sum(weights) / sum(weights[:head])
+        weights += [w * factor for w in weights[:head]]
         return cls(words, list(itertools.accumulate(weights)))
 
     def draw(self, rng: random.Random, k: int) -> list[str]:
@@ -405,7 +405,7 @@ def write_arqmath(outdir: Path, answers: int, seed: int = 0, topics: int = 100, 
             pos = 0
             lines: list[str] = []
             for n in lengths:
-                text = [xml_attr(html_escape(w)) for w in words[pos:pos + n]]
+                text = words[pos:pos + n]  # vocabulary words are [a-z.]: nothing to escape
                 pos += n
                 post_id += rng.randint(1, 3)
                 minute += rng.randint(0, 3)
