@@ -110,3 +110,46 @@ def test_interleaved_run_costs_memory_but_stays_correct(tmp_path: Path, monkeypa
     result = validate(path, load_task("touche-2021-task1"))
     assert result.valid and result.stats.interleaved and result.stats.max_depth == 100
     assert _peak(path) > 2 * _peak(grouped)  # the documented cost: every topic's lines are kept
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_run_text, chunk=st.sampled_from([7, 64, 1 << 22]))
+def test_chunk_size_does_not_change_the_findings(text: str, chunk: int) -> None:
+    """The whole-chunk fast path and the line loop must agree, wherever chunks are cut."""
+    data = text.encode("utf-8")
+
+    def codes(size: int) -> list[tuple[str, int | None]]:
+        old = structure.CHUNK
+        structure.CHUNK = size
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "run.txt"
+                path.write_bytes(data)
+                result = validate(path, load_task("touche-2021-task1"))
+                return sorted((f.code, f.line) for f in result.findings)
+        finally:
+            structure.CHUNK = old
+
+    assert codes(chunk) == codes(1 << 22)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_run_text, task=st.sampled_from(TASKS))
+def test_fast_path_and_line_loop_agree(text: str, task: str) -> None:
+    from sharedtask.validate import engine
+
+    data = text.encode("utf-8")
+
+    def result(vectorize: bool) -> tuple[bool, list[tuple[str, int | None, str]], int]:
+        old = engine.VECTORIZE
+        engine.VECTORIZE = vectorize
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "run.txt"
+                path.write_bytes(data)
+                r = validate(path, load_task(task))
+                return r.valid, sorted((f.code, f.line, f.message) for f in r.findings), r.stats.data_lines
+        finally:
+            engine.VECTORIZE = old
+
+    assert result(True) == result(False)

@@ -27,6 +27,9 @@ from sharedtask.validate.structure import TIRA_MAX_BYTES, Scanner
 TIRA_MIN_LINES = 5
 TIRA_MIN_TOPICS = 3
 
+#: Split clean chunks as a whole (the fast path); tests switch it off to compare with the line loop.
+VECTORIZE = True
+
 OnTopic = Callable[[str, list[list[str]], list[float | None], list[int]], None]
 
 
@@ -227,6 +230,11 @@ def _pass(
         if cur is not None and topic == cur.topic:
             cur.rows.append(parts)
             return cur
+        return switch(topic, lineno, parts)
+
+    def switch(topic: str, lineno: int, parts: list[str] | tuple[str, ...]) -> TopicState:
+        """Make ``topic`` current (a new one, or a known one in keep_all mode) and add its row."""
+        nonlocal cur
         if keep_all:
             st = states.get(topic)
             if st is not None:
@@ -240,14 +248,66 @@ def _pass(
                 finish_topic(ctx, cur)
                 finished.add(cur.topic)
             st = new_topic(topic, lineno, parts)
-        st.rows.append(parts)
+        st.rows.append(parts)  # type: ignore[arg-type]
         cur = st
         return st
+
+    def whole_chunk(text: str, n: int, first_line: int) -> bool:
+        """Columns of a clean chunk in a few C calls; False (nothing done) if it needs the line loop.
+
+        Every line is split at one separator character; after turning each newline into its
+        own token, the newline tokens must sit exactly every ncol+1 tokens and no token may be
+        empty: then every line has exactly ncol non-empty columns. Topics must form contiguous
+        groups; the topic switches go through the same code as the line loop.
+        """
+        nonlocal cur
+        if layout.sep is not None:
+            csep = layout.sep
+        elif "\t" not in text:
+            csep = " "
+        elif " " not in text:
+            csep = "\t"
+        else:
+            return False
+        step = ncol + 1
+        toks = text.replace("\n", csep + "\n" + csep).split(csep)
+        if len(toks) != step * n + 1 or toks.count("") != 1 or toks[ncol::step].count("\n") != n:
+            return False
+        cols = [toks[c : step * n : step] for c in range(ncol)]
+        topics = cols[it]
+        order = list(dict.fromkeys(topics))
+        if any(t.startswith("#") for t in order):
+            return False  # comment lines: the line loop reports them
+        groups: list[tuple[str, int, int]] = []
+        pos = 0
+        for i, t in enumerate(order):
+            end = topics.index(order[i + 1], pos) if i + 1 < len(order) else n
+            if end <= pos or topics[pos:end].count(t) != end - pos:
+                return False  # interleaved inside the chunk: the line loop handles it
+            groups.append((t, pos, end))
+            pos = end
+        for t, start, end in groups:
+            if cur is not None and t == cur.topic:
+                cur.anchor(first_line + start)
+                st = cur
+            else:
+                st = switch(t, first_line + start, tuple(c[start] for c in cols))
+                start += 1
+            if end > start:
+                st.rows.extend(zip(*[c[start:end] for c in cols]))  # type: ignore[arg-type]
+        return True
 
     # ------------------------------------------------------------------ hot loop
     cur_topic: str | None = None
     append: Callable[[list[str]], None] = lambda _p: None  # noqa: E731
+    vectorize = VECTORIZE and layout.answer is None
     for first_line, lines in scanner.chunks():
+        text = scanner.clean_text
+        if vectorize and text is not None and lines and whole_chunk(text, len(lines), first_line):
+            if cur is not None:
+                cur_topic = cur.topic
+                append = cur.rows.append
+            continue
         for k, line in enumerate(lines, first_line):
             if line is not None:
                 parts = line.split(sep, maxsplit)

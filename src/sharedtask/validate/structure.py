@@ -95,6 +95,9 @@ class Scanner:
         self.check_separators = check_separators  # TREC: tabs and spaces are both legal, mixing is a warning
         self.answers = answers  # Task 3: the last column is free text
         self.state = ScanState()
+        #: The decoded chunk when it passed every byte-level check (else None): the engine
+        #: may then split it as a whole instead of line by line.
+        self.clean_text: str | None = None
 
     def chunks(self) -> Iterator[tuple[int, list[str | None]]]:
         out = self.out
@@ -174,9 +177,12 @@ class Scanner:
     def _chunk(self, buf: bytes, first_line: int) -> list[str | None]:
         out = self.out
         st = self.state
+        self.clean_text = None
+        clean = True
         if b"\r" in buf:
             n_crlf = buf.count(b"\r\n")
             if n_crlf != buf.count(b"\r"):
+                clean = False
                 self._report_matches(
                     _LONE_CR, buf, first_line, Severity.ERROR, "RUN-CR",
                     "a carriage return (CR) inside a line",
@@ -186,6 +192,7 @@ class Scanner:
                 st.crlf += n_crlf
                 buf = buf.replace(b"\r\n", b"\n")
         if buf.translate(None, _NOT_CONTROL):
+            clean = False
             self._report_matches(
                 _CONTROL, buf, first_line, Severity.ERROR, "RUN-CONTROL-CHAR",
                 "control character {byte!r} in the line",
@@ -212,12 +219,16 @@ class Scanner:
             return self._decode_lines(buf, first_line)
         lines: list[str | None] = text.split("\n")  # type: ignore[assignment]
         lines.pop()  # buf ends with a newline
-        if not self.answers and not text.isascii() and _ODD_SPACE.search(text):
-            self._odd_spaces(lines, first_line)
+        if not text.isascii() and _ODD_SPACE.search(text):
+            clean = False
+            if not self.answers:
+                self._odd_spaces(lines, first_line)
         if self.check_separators:
             self._separators(buf, lines, first_line)
         if self.tabs_only and b" " in buf:
             self._spaces_in_fields(lines, first_line)
+        if clean:
+            self.clean_text = text
         return lines
 
     def _spaces_in_fields(self, lines: list[str | None], first_line: int) -> None:
