@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     anserini.ensure_resolvable_hostname()
     data, out = input_dir(args.input), output_dir(args.output)
+    out.mkdir(parents=True, exist_ok=True)
     threads = args.threads or anserini.cpu_count()
     model = Model(args.model, mu=args.mu)
     tag = args.tag or f"sharedtask-extract-{model.tag()}"

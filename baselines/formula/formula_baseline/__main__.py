@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     anserini.ensure_resolvable_hostname()
     data, out = input_dir(args.input), output_dir(args.output)
+    out.mkdir(parents=True, exist_ok=True)
     threads = args.threads or anserini.cpu_count()
     tag = args.tag or f"sharedtask-formula-{args.engine}"
     log.info("engine %s, input %s, output %s", args.engine, data, out)

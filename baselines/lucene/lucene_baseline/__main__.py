@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     anserini.ensure_resolvable_hostname()
     data, out = input_dir(args.input), output_dir(args.output)
+    out.mkdir(parents=True, exist_ok=True)
     task = detect_task(data) if args.task == "auto" else args.task
     model = Model(args.model, k1=args.k1, b=args.b, mu=args.mu)
     threads = args.threads or anserini.cpu_count()
