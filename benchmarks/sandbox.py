@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,6 +54,12 @@ def cli_floor(image: str, input_dir: Path, output_dir: Path) -> None:
     subprocess.run([sys.executable, "-m", "sharedtask", "--help"], check=True, capture_output=True)
 
 
+def _cpu() -> float:
+    """User+system CPU seconds of this process and its finished children (the daemon's work is in neither)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7)
@@ -65,21 +72,25 @@ def main() -> int:
         (input_dir / "topics.xml").write_text("<topics/>\n")
         ways = {"bare": bare, "api": api, "cli": cli, "floor": cli_floor}
         times: dict[str, list[float]] = {name: [] for name in ways}
+        cpu: dict[str, list[float]] = {name: [] for name in ways}
         counter = 0
         for i in range(args.runs + 1):  # round-robin so that load changes hit all three alike
             for name, way in ways.items():
                 counter += 1
                 out = root / f"{name}-{counter}" / "output"
                 t0 = time.perf_counter()
+                c0 = _cpu()
                 way(args.image, input_dir, out)
                 if i > 0:  # the first round warms caches
                     times[name].append(time.perf_counter() - t0)
+                    cpu[name].append(_cpu() - c0)
     base = statistics.median(times["bare"])
     print(f"image {args.image}, command {COMMAND!r}, {args.runs} runs each, median wall time:")
     for name in ways:
         med = statistics.median(times[name])
         extra = "" if name in ("bare", "floor") else f"   +{med - base:.3f} s   x{med / base:.2f}"
-        print(f"  {name:5s} {med:.3f} s  (min {min(times[name]):.3f}, max {max(times[name]):.3f}){extra}")
+        print(f"  {name:5s} {med:.3f} s  (min {min(times[name]):.3f}, max {max(times[name]):.3f}){extra}"
+              f"   client CPU {statistics.median(cpu[name]):.3f} s")
     floor = statistics.median(times["floor"])
     print(f"  of the cli's time, {floor:.3f} s is `python -m sharedtask --help` alone (interpreter + dispatcher imports)")
     with open("/proc/loadavg") as fh:
