@@ -177,8 +177,10 @@ def run(
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
     run_path = Path(input_run) if input_run is not None else None
+    created: Path | None = None
     if output_dir is None:
-        out_path = new_run_dir(task.id, image, Path(runs_dir)) / "output"
+        created = new_run_dir(task.id, image, Path(runs_dir))
+        out_path = created / "output"
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
@@ -195,7 +197,16 @@ def run(
         labels={"sharedtask.task": task.id},
     )
     prefetch = _prefetch_validator() if validate else None
-    result = run_container(request, observer)
+    try:
+        result = run_container(request, observer)
+    except SharedTaskError:
+        if created is not None:  # nothing ran: do not leave an empty run directory behind
+            for leftover in (created / "output", created):
+                try:
+                    leftover.rmdir()
+                except OSError:
+                    pass
+        raise
     if prefetch is not None:
         prefetch.join()
     if validate:
