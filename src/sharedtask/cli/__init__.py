@@ -84,6 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A path the user gave cannot be read or written (a file where a folder is
+        # expected, a missing parent, no permission, disk full): their mistake, one line.
+        if exc.filename is None or exc.strerror is None:
+            raise  # not about a file: a bug, keep the traceback
+        err_console.print(f"[bold red]error:[/] {exc.strerror}: {exc.filename}"
+                          " (check the path and its permissions)", soft_wrap=True)
+        return 2
 
 
 def entry() -> None:  # console_script

@@ -21,15 +21,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="list, build or run the baselines declared in tira.yml",
         description="Work with the baselines of the manifest (tira.yml): list them, build their images, run one in the sandbox.",
     )
-    parser.add_argument("--manifest", type=Path, metavar="FILE", help="manifest to use (default: the project's tira.yml)")
+    _manifest_option(parser, None)
     inner = parser.add_subparsers(dest="baseline_command", metavar="SUBCOMMAND")
 
     lister = inner.add_parser("list", help="list the baselines, their images and tasks")
+    _manifest_option(lister)
     lister.set_defaults(func=_list)
 
     build = inner.add_parser("build", help="build a baseline's image (skipped when up to date)")
     build.add_argument("name", nargs="?", help="baseline name (default: all)")
     build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
+    _manifest_option(build)
     build.set_defaults(func=_build)
 
     run = inner.add_parser(
@@ -41,8 +43,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--task", required=True, metavar="ID", help="task id")
     run.add_argument("--input", type=Path, metavar="DIR", help="dataset folder ($inputDataset); default: the task's sample")
     run.add_argument("--output", type=Path, metavar="DIR", help="output folder ($outputDir); default: a new folder under ./sharedtask-runs")
+    _manifest_option(run)
     run.set_defaults(func=_run)
     parser.set_defaults(func=_list)
+
+
+def _manifest_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """--manifest before or after the subcommand (`baseline list --manifest F` is what people type);
+    SUPPRESS keeps the inner parsers from overwriting a value given before the subcommand."""
+    parser.add_argument("--manifest", type=Path, metavar="FILE", default=default,
+                        help="manifest to use (default: the project's tira.yml)")
 
 
 def _manifest(args: argparse.Namespace):

@@ -60,12 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sharedtask.sandbox import run
-    from sharedtask.sandbox.reporting import LiveObserver, render_json, summary
-
     network = args.network or ("bridge" if args.allow_network else None)
-    observer = None if args.json else LiveObserver(err_console)
-    outcome = run(
+    return run_and_report(
         args.task,
         args.image,
         command=args.command,
@@ -83,9 +79,22 @@ def _run(args: argparse.Namespace) -> int:
         read_only_root=args.read_only_root,
         dataset_id=args.dataset_id,
         validate=not args.no_validate,
-        observer=observer,
+        json_output=args.json,
     )
-    if args.json:
+
+
+def run_and_report(task, image: str, *, json_output: bool = False, **options) -> int:
+    """Run ``image`` in the sandbox with the live display, print the summary, return the exit code.
+
+    Shared by ``sharedtask run`` and ``sharedtask baseline run``; ``options`` are the
+    keyword arguments of :func:`sharedtask.sandbox.run`.
+    """
+    from sharedtask.sandbox import run
+    from sharedtask.sandbox.reporting import LiveObserver, render_json, summary
+
+    observer = None if json_output else LiveObserver(err_console)
+    outcome = run(task, image, observer=observer, **options)
+    if json_output:
         print(json.dumps(render_json(outcome), indent=2, ensure_ascii=False))
     else:
         console.print(summary(outcome))
