@@ -92,6 +92,8 @@ def _read(path: Path) -> dict[str, Any]:
             doc = yaml.safe_load(fh) or {}
     except FileNotFoundError:
         raise SharedTaskError(f"manifest not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a YAML text file (byte {exc.start} is not UTF-8)") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -121,22 +123,28 @@ def _software(name: str, raw: dict[str, Any], kind: str, base: Path) -> Software
     )
 
 
+def _check_task_patterns(path: Path, doc: dict[str, Any], known: set[str]) -> None:
+    """Every ``tasks`` pattern must match a task: a typo would silently drop the software."""
+    for section in ("baselines", "submissions"):
+        for name, raw in doc.get(section, {}).items():
+            for pattern in raw.get("tasks", ()):
+                if not fnmatch.filter(known, pattern):
+                    raise SpecError(f"{path}: {section}.{name}.tasks: {pattern!r} matches no task")
+
+
 def load_manifest(path: Path | None = None, *, extra: list[Path] | None = None) -> Manifest:
     """Load ``tira.yml`` (default: the project's) plus optional submission lists."""
     path = (path or resource("tira.yml")).resolve()
     doc = _read(path)
     base = path.parent
     known = set(task_ids())
-    for section in ("baselines", "submissions"):
-        for name, raw in doc.get(section, {}).items():
-            for pattern in raw.get("tasks", ()):
-                if not fnmatch.filter(known, pattern):
-                    raise SpecError(f"{path}: {section}.{name}.tasks: {pattern!r} matches no task")
+    _check_task_patterns(path, doc, known)
     baselines = [_software(n, r, "baseline", base) for n, r in doc.get("baselines", {}).items()]
     submissions = [_software(n, r, "submission", base) for n, r in doc.get("submissions", {}).items()]
     for extra_path in extra or []:
         extra_path = extra_path.resolve()
         extra_doc = _read(extra_path)
+        _check_task_patterns(extra_path, extra_doc, known)
         submissions += [
             _software(n, r, "submission", extra_path.parent) for n, r in extra_doc.get("submissions", {}).items()
         ]

@@ -106,6 +106,8 @@ def evaluate(
     """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures."""
     task = _load_task(task)
     run_path = Path(run_path)
+    if run_path.is_dir():
+        raise SharedTaskError(f"{run_path} is a folder, not a run file", hint=f"give the file, e.g. {run_path / 'run.txt'}")
     if not run_path.is_file():
         raise SharedTaskError(f"run file {run_path} does not exist")
     specs = _selected(task, measures)
