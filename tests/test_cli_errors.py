@@ -1,0 +1,397 @@
+"""The command line as a user meets it: complete help, and mistakes that end in one line.
+
+Every case runs the installed ``sharedtask`` console script in a subprocess (the real
+entry point, its exit code and its stderr), from an empty working directory.
+
+- ``--help`` of the program, of every subcommand and of the nested ones (``tasks
+  show``, ``baseline list|build|run``) exits 0 and names every option with its help
+  text; the parsers are walked, so a new option without help fails here.
+- A user mistake (unknown task for every command that takes one, a missing or wrong
+  file or folder, an image that does not exist, Docker not running, a malformed
+  manifest or submissions file) exits 2 with exactly one line on stderr, starting with
+  ``error:`` and saying what is wrong, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sharedtask.cli import build_parser
+from sharedtask.spec import load_task
+
+SHAREDTASK = Path(sys.executable).parent / "sharedtask"
+if not SHAREDTASK.exists():  # e.g. a system-wide install
+    SHAREDTASK = Path(shutil.which("sharedtask") or "sharedtask")
+
+TASK = "touche-2021-task1"
+NO_DOCKER = "unix:///nonexistent/sharedtask-test/docker.sock"
+
+
+def cli(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([str(SHAREDTASK), *map(str, args)], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=300)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit 2, one ``error:`` line on stderr naming the problem, no traceback."""
+    err = proc.stderr
+    assert "Traceback" not in err, err
+    assert proc.returncode == 2, (proc.returncode, err, proc.stdout[-2000:])
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """argparse's own mistakes: exit 2, usage plus one error line, no traceback."""
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.stderr.startswith("usage: sharedtask") and ": error: " in last, proc.stderr
+    for needle in needles:
+        assert needle in last, (needle, last)
+
+
+# ---------------------------------------------------------------- help
+
+
+def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+PARSERS = dict(_parsers(build_parser()))
+
+
+def test_every_listed_subcommand_and_the_nested_ones_are_walked() -> None:
+    names = {path for path in PARSERS if path}
+    for expected in [("tasks",), ("tasks", "show"), ("sample",), ("check-input",), ("validate",), ("run",),
+                     ("evaluate",), ("baseline",), ("baseline", "list"), ("baseline", "build"),
+                     ("baseline", "run"), ("demo",), ("new-submission",), ("docker-doctor",)]:
+        assert expected in names
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("path", sorted(PARSERS), ids=lambda p: " ".join(p) or "sharedtask")
+def test_help_is_complete(path: tuple[str, ...], tmp_path: Path) -> None:
+    proc = cli(*path, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    out = proc.stdout
+    assert out.startswith(f"usage: {' '.join(('sharedtask', *path))}")
+    flat = _words(out)
+    for action in PARSERS[path]._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:  # each subcommand with its one-line help
+                assert choice.dest in out and choice.help, choice.dest
+                assert _words(choice.help) in flat, choice.help
+            continue
+        assert action.help and action.help != argparse.SUPPRESS, (path, action.dest)
+        names = action.option_strings or [action.metavar or action.dest]
+        for name in names:
+            assert name in out, (path, name)
+        assert _words(action.help % {"default": action.default, "prog": ""}) in flat, (path, action.help)
+
+
+def test_no_command_prints_the_help_and_exits_2(tmp_path: Path) -> None:
+    proc = cli(cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "COMMAND" in proc.stdout and "docker-doctor" in proc.stdout
+
+
+def test_version(tmp_path: Path) -> None:
+    proc = cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("sharedtask ")
+
+
+# ---------------------------------------------------------------- unknown task
+
+
+def _sample(tmp_path: Path) -> Path:
+    """A copy of the task's sample dataset (input/ and truth/) and a small valid run."""
+    root = tmp_path / "sample"
+    shutil.copytree(load_task(TASK).sample_dir, root)
+    topics = ["51", "52", "53"]
+    docs = [line.split()[2] for line in (root / "truth" / "qrels.txt").read_text().splitlines()[:5]]
+    rows = [f"{t} Q0 {d} {r} {10 - r}.0 test" for t in topics for r, d in enumerate(docs, 1)]
+    (root / "run.txt").write_text("\n".join(rows) + "\n")
+    return root
+
+
+#: argv of every command that takes a task id; TASK_ID is replaced by the unknown id
+UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
+    ("tasks", "show"): ["tasks", "show", "TASK_ID"],
+    ("sample",): ["sample", "TASK_ID", "new-folder"],
+    ("check-input",): ["check-input", "--task", "TASK_ID", "SAMPLE/input"],
+    ("validate",): ["validate", "SAMPLE/run.txt", "--task", "TASK_ID"],
+    ("run",): ["run", "--task", "TASK_ID", "--image", "does-not-exist:1"],
+    ("evaluate",): ["evaluate", "SAMPLE/run.txt", "--task", "TASK_ID", "--truth", "SAMPLE/truth"],
+    ("baseline", "run"): ["baseline", "run", "lucene-bm25", "--task", "TASK_ID"],
+    ("demo",): ["demo", "--task", "TASK_ID"],
+    ("new-submission",): ["new-submission", "--task", "TASK_ID", "new-folder"],
+}
+
+
+def _takes_a_task(parser: argparse.ArgumentParser) -> bool:
+    return any("--task" in a.option_strings or a.dest in {"task_id"} for a in parser._actions)
+
+
+def test_every_command_that_takes_a_task_is_covered() -> None:
+    takes = {path for path, parser in PARSERS.items() if _takes_a_task(parser)}
+    assert takes == set(UNKNOWN_TASK_ARGV)
+
+
+@pytest.mark.parametrize("path", sorted(UNKNOWN_TASK_ARGV), ids=" ".join)
+def test_unknown_task_is_one_line(path: tuple[str, ...], tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    argv = [a.replace("TASK_ID", "touche-2099-task9").replace("SAMPLE", str(sample)) for a in UNKNOWN_TASK_ARGV[path]]
+    # Docker unreachable on purpose: the task must be checked before anything else.
+    line = assert_one_line_error(cli(*argv, cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
+                                 "unknown task 'touche-2099-task9'", TASK)
+    assert "known tasks" in line
+    assert not (tmp_path / "new-folder").exists()
+    assert not (tmp_path / "sharedtask-runs").exists() and not (tmp_path / "sharedtask-demo").exists()
+
+
+def test_task_ids_are_not_matched_loosely(tmp_path: Path) -> None:
+    assert_one_line_error(cli("tasks", "show", TASK.upper(), cwd=tmp_path), "unknown task")
+
+
+# ---------------------------------------------------------------- missing or wrong files and folders
+
+
+def test_check_input_missing_folder(tmp_path: Path) -> None:
+    assert_one_line_error(cli("check-input", "--task", TASK, tmp_path / "nope", cwd=tmp_path),
+                          "not found", str(tmp_path / "nope"))
+
+
+def test_check_input_on_a_file(tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    assert_one_line_error(cli("check-input", "--task", TASK, sample / "run.txt", cwd=tmp_path), "run.txt")
+
+
+def test_validate_missing_run(tmp_path: Path) -> None:
+    assert_one_line_error(cli("validate", tmp_path / "nope.txt", "--task", TASK, cwd=tmp_path),
+                          "no such file or directory", "nope.txt")
+
+
+def test_validate_output_folder_without_run_file(tmp_path: Path) -> None:
+    (tmp_path / "output").mkdir()
+    (tmp_path / "output" / "notes.txt").write_text("x")
+    assert_one_line_error(cli("validate", tmp_path / "output", "--task", TASK, cwd=tmp_path), "run.txt")
+
+
+def test_validate_missing_topics_and_input(tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    assert_one_line_error(cli("validate", sample / "run.txt", "--task", TASK, "--topics", tmp_path / "t.xml",
+                              cwd=tmp_path), "t.xml", "not found")
+    assert_one_line_error(cli("validate", sample / "run.txt", "--task", TASK, "--input", tmp_path / "nope",
+                              cwd=tmp_path), "topics")
+
+
+def test_validate_fix_into_a_folder_or_missing_parent(tmp_path: Path) -> None:
+    """Writing the fixed run where it cannot go is the user's mistake: one line (was a traceback)."""
+    sample = _sample(tmp_path)
+    assert_one_line_error(cli("validate", sample / "run.txt", "--task", TASK, "--fix", tmp_path, cwd=tmp_path),
+                          "Is a directory", str(tmp_path))
+    assert_one_line_error(cli("validate", sample / "run.txt", "--task", TASK, "--fix", tmp_path / "a" / "b" / "run.txt",
+                              cwd=tmp_path), "No such file or directory")
+
+
+def test_evaluate_missing_run_qrels_truth(tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    assert_one_line_error(cli("evaluate", tmp_path / "nope.txt", "--task", TASK, "--truth", sample / "truth",
+                              cwd=tmp_path), "nope.txt", "does not exist")
+    assert_one_line_error(cli("evaluate", sample / "run.txt", "--task", TASK, "--qrels", tmp_path / "q.txt",
+                              cwd=tmp_path), "q.txt")
+    assert_one_line_error(cli("evaluate", sample / "run.txt", "--task", TASK, "--truth", tmp_path / "nothing",
+                              cwd=tmp_path), "nothing", "qrels")
+    assert_one_line_error(cli("evaluate", sample / "run.txt", "--task", TASK, cwd=tmp_path), "no qrels")
+
+
+def test_evaluate_a_folder_as_run(tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    assert_one_line_error(cli("evaluate", sample, "--task", TASK, "--truth", sample / "truth", cwd=tmp_path),
+                          "is a folder", "run.txt")
+
+
+def test_evaluate_tira_mode_without_its_folders(tmp_path: Path) -> None:
+    env = {k: "" for k in ("inputRun", "inputDataset", "outputDir")}
+    clean = {k: v for k, v in os.environ.items() if k not in env}
+    proc = subprocess.run([str(SHAREDTASK), "evaluate", "--tira", "--task", TASK], cwd=tmp_path, env=clean,
+                          capture_output=True, text=True, timeout=120)
+    assert_one_line_error(proc, "$inputRun")
+    assert_one_line_error(cli("evaluate", "--tira", "--task", TASK, "--input-run", tmp_path / "r", "--input-dataset",
+                              tmp_path / "t", "--output-dir", tmp_path / "o", cwd=tmp_path), "does not exist")
+
+
+def test_run_missing_input_folder(tmp_path: Path) -> None:
+    """Checked before Docker is asked anything: works with no daemon."""
+    proc = cli("run", "--task", TASK, "--image", "does-not-exist:1", "--input", tmp_path / "nope", cwd=tmp_path,
+               env={"DOCKER_HOST": NO_DOCKER})
+    assert_one_line_error(proc, "input dataset directory", "does not exist")
+
+
+def test_run_bad_limits(tmp_path: Path) -> None:
+    for option, value, needle in [("--timeout", "soon", "invalid timeout"), ("--memory", "lots", "invalid memory"),
+                                  ("--user", "root:x", "invalid --user")]:
+        assert_one_line_error(cli("run", "--task", TASK, "--image", "x:1", option, value, cwd=tmp_path,
+                                  env={"DOCKER_HOST": NO_DOCKER}), needle)
+
+
+def test_sample_into_a_non_empty_folder_or_a_file(tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    assert_one_line_error(cli("sample", TASK, "full", cwd=tmp_path), "not empty", "--force")
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["keep.txt"]
+    (tmp_path / "a-file").write_text("x")
+    assert_one_line_error(cli("sample", TASK, "a-file", cwd=tmp_path), "not a directory")
+
+
+def test_new_submission_into_a_non_empty_folder_or_nowhere(tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "run.py").write_text("# mine\n")
+    assert_one_line_error(cli("new-submission", "--task", TASK, "full", cwd=tmp_path), "not empty", "--force")
+    assert (tmp_path / "full" / "run.py").read_text() == "# mine\n"
+    (tmp_path / "a-file").write_text("x")
+    assert_one_line_error(cli("new-submission", "--task", TASK, tmp_path / "a-file" / "sub", cwd=tmp_path))
+
+
+def test_demo_out_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("x")
+    assert_one_line_error(cli("demo", "--task", TASK, "--out", "out", cwd=tmp_path), "out")
+
+
+# ---------------------------------------------------------------- Docker
+
+
+@pytest.mark.docker
+def test_image_not_found(docker_client, tmp_path: Path) -> None:
+    proc = cli("run", "--task", TASK, "--image", "does-not-exist:1", cwd=tmp_path)
+    assert_one_line_error(proc, "does-not-exist:1", "not available locally")
+    # nothing ran, so nothing is left behind
+    leftovers = [p for p in (tmp_path / "sharedtask-runs").rglob("*") if p.is_file() or p.name.startswith("does")] \
+        if (tmp_path / "sharedtask-runs").exists() else []
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--task", TASK, "--image", "sharedtask/base:latest"],
+    ["demo", "--task", TASK, "--out", "demo"],
+    ["baseline", "build", "lucene-bm25"],
+    ["baseline", "run", "lucene-bm25", "--task", TASK],
+], ids=lambda a: " ".join(a[:2]))
+def test_docker_not_running_is_one_line(argv: list[str], tmp_path: Path) -> None:
+    line = assert_one_line_error(cli(*argv, cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}), "Docker", "docker-doctor")
+    assert "not" in line  # "is not running" / "cannot reach"
+    assert not (tmp_path / "demo").exists()
+
+
+def test_docker_doctor_reports_a_missing_daemon(tmp_path: Path) -> None:
+    proc = cli("docker-doctor", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER})
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.returncode == 1
+    assert "docker daemon" in proc.stdout and "FAIL" in proc.stdout and "docker-doctor --fix" in proc.stdout
+    proc = cli("docker-doctor", "--json", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    checks = {c["name"]: c for c in json.loads(proc.stdout)}
+    assert checks["docker daemon"]["ok"] is False and "setup.sh" in checks["docker daemon"]["fix"]
+    assert "base image" not in checks  # later checks are skipped, not crashed
+
+
+# ---------------------------------------------------------------- manifests and submission lists
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def _submissions(**entries: dict) -> str:
+    return yaml.safe_dump({"version": 1, "submissions": entries})
+
+
+MALFORMED = {
+    "bad-yaml": ("version: 1\nsubmissions: [\n", ["invalid YAML", ":3:"]),
+    "not-utf8": (b"version: 1\n\xff\xfe\x00submissions: {}\n", ["UTF-8"]),
+    "a-list": ("- image: x:1\n", ["is not of type 'object'"]),
+    "no-version": (yaml.safe_dump({"submissions": {}}), ["'version' is a required property"]),
+    "no-image": (_submissions(team={"tasks": [TASK]}), ["submissions.team", "'image'"]),
+    "unknown-key": (_submissions(team={"image": "x:1", "tasks": [TASK], "colour": "red"}), ["colour"]),
+    "task-typo": (_submissions(team={"image": "x:1", "tasks": ["touche-2021-tsak1"]}),
+                  ["submissions.team.tasks", "matches no task"]),
+    "name-clash": (_submissions(**{"lucene-bm25": {"image": "x:1", "tasks": [TASK]}}), ["unique", "lucene-bm25"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_demo_malformed_submissions_file(case: str, tmp_path: Path) -> None:
+    text, needles = MALFORMED[case]
+    subs = _write(tmp_path / "subs.yml", text)
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--out", "demo", cwd=tmp_path,
+               env={"DOCKER_HOST": NO_DOCKER})  # the file is checked before Docker
+    assert_one_line_error(proc, *needles)
+    assert not (tmp_path / "demo").exists()
+
+
+@pytest.mark.parametrize("case", ["bad-yaml", "not-utf8", "a-list", "no-version", "unknown-key"])
+def test_demo_and_baseline_malformed_manifest(case: str, tmp_path: Path) -> None:
+    text, needles = MALFORMED[case]
+    manifest = _write(tmp_path / "tira.yml", text)
+    assert_one_line_error(cli("demo", "--manifest", manifest, "--out", "demo", cwd=tmp_path), *needles)
+    # --manifest before or after the baseline subcommand
+    assert_one_line_error(cli("baseline", "--manifest", manifest, "list", cwd=tmp_path), *needles)
+    assert_one_line_error(cli("baseline", "list", "--manifest", manifest, cwd=tmp_path), *needles)
+
+
+def test_missing_manifest_and_submissions(tmp_path: Path) -> None:
+    assert_one_line_error(cli("demo", "--manifest", tmp_path / "no.yml", cwd=tmp_path), "manifest not found")
+    assert_one_line_error(cli("demo", "--submissions", tmp_path / "no.yml", cwd=tmp_path), "not found", "no.yml")
+    assert_one_line_error(cli("baseline", "build", "--manifest", tmp_path / "no.yml", cwd=tmp_path), "not found")
+
+
+def test_unknown_baseline_and_wrong_task_for_it(tmp_path: Path) -> None:
+    assert_one_line_error(cli("baseline", "build", "lucene-bm26", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
+                          "lucene-bm26", "lucene-bm25")
+    assert_one_line_error(cli("baseline", "run", "lucene-bm26", "--task", TASK, cwd=tmp_path), "lucene-bm26")
+    assert_one_line_error(cli("baseline", "run", "lucene-bm25", "--task", "arqmath-3-task2", cwd=tmp_path,
+                              env={"DOCKER_HOST": NO_DOCKER}), "does not serve arqmath-3-task2")
+
+
+def test_demo_unknown_dataset(tmp_path: Path) -> None:
+    assert_one_line_error(cli("demo", "--task", TASK, "--dataset", "official", cwd=tmp_path), "no dataset 'official'")
+
+
+# ---------------------------------------------------------------- argparse's own mistakes
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    assert_usage_error(cli("frobnicate", cwd=tmp_path), "invalid choice")
+    assert_usage_error(cli("validate", "run.txt", cwd=tmp_path), "--task")
+    assert_usage_error(cli("run", "--task", TASK, cwd=tmp_path), "--image")
+    assert_usage_error(cli("tasks", "show", cwd=tmp_path), "ID")
+    assert_usage_error(cli("evaluate", "r", "--task", TASK, "--json", "--csv", cwd=tmp_path), "not allowed")
+    assert_usage_error(cli("run", "--task", TASK, "--image", "x", "--cpus", "many", cwd=tmp_path), "--cpus")
