@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from sharedtask import formats
 from sharedtask.errors import SharedTaskError
 from sharedtask.evaluate import arqmath, readers, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
@@ -205,17 +206,34 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
 
 
 def _visual_ids(task, truth_dir: Path | None, input_dir: Path | None, wanted: set[str]) -> dict[str, str]:
+    """formula id -> visual id for the run's formula ids, from the truth's or the input's index."""
     files: list[Path] = []
     truth_spec = task.truth.file("formulas")
     if truth_dir is not None and truth_spec is not None:
-        files = readers.formula_files(truth_dir, truth_spec.path)
+        files = truth_spec.matches(truth_dir)
     input_spec = task.input.file("formulas")
     if not files and input_dir is not None and input_spec is not None:
-        files = readers.formula_files(input_dir, input_spec.path)
-    return readers.read_visual_ids(files, wanted)
+        files = input_spec.matches(input_dir)
+    if not files:
+        raise SharedTaskError(
+            "ARQMath Task 2 needs the formula index to map formula ids to visual ids",
+            hint="give --input DATASET_DIR (formulas/*.tsv) or --truth with a formulas/ folder",
+        )
+    mapping: dict[str, str] = {}
+    for path in files:
+        mapping.update(formats.load_visual_ids(path, only=wanted))
+    return mapping
 
 
 # --- ARQMath Task 3 -----------------------------------------------------------------------
+
+def _known_answers(path: Path) -> dict[str, dict[str, str]]:
+    """Task 3 known answers as {topic: {answer id: text}}."""
+    known: dict[str, dict[str, str]] = {}
+    for answer in formats.read_answers_tsv(path):
+        known.setdefault(answer.topic, {})[answer.answer_id] = answer.text
+    return known
+
 
 def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
                    result: EvaluationResult) -> None:
@@ -224,7 +242,7 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
     if not set(run.answers) & set(qrels):
         raise _no_overlap(set(run.answers), qrels)
     answers_path = _truth_path(task, source.truth_dir, "answers")
-    known = readers.read_answers(answers_path) if answers_path else {}
+    known = _known_answers(answers_path) if answers_path else {}
     threshold = task.truth.relevant_threshold
     if run.extra_lines:
         result.notes.append(f"{run.extra_lines} extra line(s) ignored: Task 3 takes one answer per topic "

@@ -12,12 +12,9 @@ are not qrels) raise :class:`~sharedtask.errors.FormatError` with a hint.
 
 from __future__ import annotations
 
-import csv
-import glob
-import sys
 from pathlib import Path
 
-from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.errors import FormatError
 
 from sharedtask.formats._io import open_text
 from sharedtask.formats.trec import detect_layout, load_qrels_dict, read_run  # noqa: F401
@@ -121,59 +118,3 @@ def parse_rank(path: Path, lineno: int, text: str) -> int:
         return int(text)
     except ValueError:
         raise FormatError(path, f"rank {text!r} is not an integer", line=lineno) from None
-
-
-def formula_files(folder: Path, pattern: str) -> list[Path]:
-    """The formula index files matching the spec's glob (e.g. ``formulas/*.tsv``) in ``folder``."""
-    return sorted(Path(p) for p in glob.glob(str(Path(folder) / pattern)))
-
-
-def read_visual_ids(files: list[Path], wanted: set[str]) -> dict[str, str]:
-    """Map formula id -> visual id for the ``wanted`` formula ids, streaming the index TSVs.
-
-    Columns are located by the header (``id`` and ``visual_id``; v3 and v2 layouts,
-    reference/tasks-and-formats.md, "Formula index TSV files"); the files are written
-    with csv QUOTE_MINIMAL, so they are read with the csv module and a raised field limit.
-    """
-    if not files:
-        raise SharedTaskError(
-            "ARQMath Task 2 needs the formula index to map formula ids to visual ids",
-            hint="give --input DATASET_DIR (formulas/*.tsv) or --truth with a formulas/ folder",
-        )
-    csv.field_size_limit(sys.maxsize)
-    mapping: dict[str, str] = {}
-    for path in files:
-        with open_text(path) as handle:
-            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
-            header = next(reader, None)
-            if header is None:
-                continue
-            names = [h.strip().lower() for h in header]
-            if "id" not in names or "visual_id" not in names:
-                raise FormatError(path, "formula index header lacks the columns 'id' and 'visual_id'",
-                                  line=1, hint=f"found {header[:9]}")
-            id_col, vis_col = names.index("id"), names.index("visual_id")
-            width = max(id_col, vis_col)
-            for row in reader:
-                if len(row) > width and row[id_col] in wanted:
-                    mapping[row[id_col]] = row[vis_col]
-    return mapping
-
-
-def read_answers(path: Path) -> dict[str, dict[str, str]]:
-    """Task 3 known answers ``answer_id<TAB>topic<TAB>text`` (header, csv QUOTE_MINIMAL) -> {topic: {id: text}}."""
-    csv.field_size_limit(sys.maxsize)
-    out: dict[str, dict[str, str]] = {}
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
-        header = next(reader, None)
-        if header is None:
-            return out
-        for index, row in enumerate(reader, 2):
-            if not row:
-                continue
-            if len(row) < 3:
-                raise FormatError(path, f"expected answer_id, topic, text; found {len(row)} columns",
-                                  record=f"row {index}")
-            out.setdefault(row[1], {})[row[0]] = row[2]
-    return out
