@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
 
 HASH_LABEL = "sharedtask.source-hash"
@@ -36,21 +37,6 @@ def context_hash(context: Path, extra: str = "") -> str:
             digest.update(str(path.relative_to(context)).encode() + b"\0")
             digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
-
-
-def docker_client():  # -> docker.DockerClient
-    """A client for a live daemon, or one clear line on what to do."""
-    import docker
-
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-        return client
-    except Exception:  # noqa: BLE001 - every failure here means the same to a user
-        raise SharedTaskError(
-            "Docker is not running or not reachable",
-            hint="run `sharedtask docker-doctor --fix` (or `sudo bash docker/setup.sh`)",
-        ) from None
 
 
 def image_exists(client, name: str) -> bool:

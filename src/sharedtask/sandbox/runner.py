@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox.policy import (
     INPUT_MOUNT,
@@ -110,29 +111,6 @@ class RunObserver(Protocol):
     def finished(self, result: RunResult) -> None: ...
 
 
-_CLIENT: Any = None
-
-
-def docker_client() -> Any:
-    """One docker SDK client per process, without a read timeout.
-
-    Log streams and ``wait`` block for as long as the container runs; the SDK's
-    default 60 s read timeout would cut them off for quiet containers.
-    """
-    global _CLIENT
-    if _CLIENT is None:
-        import docker
-
-        try:
-            client = docker.from_env(timeout=None)
-            client.ping()
-        except Exception as exc:  # noqa: BLE001 - any failure means "no daemon"
-            raise SharedTaskError(
-                f"cannot reach the Docker daemon ({exc.__class__.__name__})",
-                hint="run `sharedtask docker-doctor --fix` (or docker/setup.sh as root)",
-            ) from None
-        _CLIENT = client
-    return _CLIENT
 
 
 def substitute(command: str, has_input_run: bool) -> str:
