@@ -346,7 +346,11 @@ def test_tira_cli_code_submission_dry_run(submission, docker_client, base_image,
     for step in ("The dataset", "The code is in a git repository", f"The git repository {repo} is clean",
                  "Image build successfully", "The code is embedded into the docker image", "Test Docker image"):
         assert step in first.stdout, (step, out[-3000:])
-    assert f"-f {repo / subdir / 'Dockerfile'}" in out or (repo / subdir / "Dockerfile").is_file()
+    # discovery found our Dockerfile: its instructions are the build's steps, in order
+    instructions = [line.split("#")[0].strip() for line in (repo / subdir / "Dockerfile").read_text().splitlines()
+                    if line.strip() and not line.startswith((" ", "#"))]
+    steps = re.findall(r"^Step \d+/\d+ : (\S+)", first.stdout, flags=re.M)
+    assert steps == [i.split()[0] for i in instructions], (steps, instructions)
     if first.returncode == 0:
         final = first
     else:
@@ -364,7 +368,8 @@ def test_tira_cli_code_submission_dry_run(submission, docker_client, base_image,
     assert where, final.stdout[-2000:]
     tira_out = Path(where.group(1))
     assert tira_out.is_relative_to(tmp_path)  # TMPDIR was honoured: nothing left in /tmp
-    assert tira_accepts(tira_out) == (True, tira_accepts(tira_out)[1])
+    accepted, message = tira_accepts(tira_out)
+    assert accepted, message
     assert_plain_run_file(tira_out / "run.txt")
     task = load_task(submission.task)
     verdict = validate(tira_out / "run.txt", task, input_dir=offline.input_dir)
