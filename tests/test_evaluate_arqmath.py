@@ -192,6 +192,18 @@ def test_task3_lexical_overlap_by_hand():
     assert result.primary.key == "lexical_overlap"
 
 
+def test_task3_run_with_no_judged_answer_gets_no_ar_or_p1(tmp_path):
+    # Every answer is new to the assessors: AR/P@1 would be a row of zeros that reads as
+    # "all wrong". They are left out with a note; LO is still computed.
+    run = tmp_path / "run.tsv"
+    run.write_text("A.301\t1\t1.0\tdemo\t\tA brand new answer about derivatives.\n"
+                   "A.302\t1\t1.0\tdemo\t\tIntegrals measure the area under a curve.\n", encoding="utf-8")
+    result = evaluate(run, "arqmath-3-task3", truth_dir=T3, per_topic=True)
+    assert "ar" not in result.scores and "p1" not in result.scores
+    assert any("AR and P@1 not computed" in note for note in result.notes)
+    assert set(result.per_topic["lexical_overlap"]) == {"A.301", "A.302", "A.304"}
+
+
 def test_squad_tokenizer():
     assert tokens("The derivative of $x^2$ is $2x$.") == ["derivative", "of", "x2", "is", "2x"]
     assert tokens("An apple, a pear; THE end!") == ["apple", "pear", "end"]

@@ -251,6 +251,7 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
     if missing:
         result.notes.append(f"{missing} judged topic(s) have no answer in the run and count 0")
     ar = p1 = None
+    unjudged = 0
     for spec in specs:
         if spec.id in ("ar", "p1"):
             if ar is None:
@@ -258,11 +259,19 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
                     raise SharedTaskError("AR and P@1 need the known answers (answers.tsv) to find the "
                                           "judgment of each answer", hint="give --truth DIR")
                 ar, p1, unjudged = arqmath.ar_p1(run, known, qrels, threshold)
-                if unjudged:
+                judged = len(set(run.answers) & set(qrels)) - unjudged
+                if judged == 0:
+                    # A row of zeros would read as "every answer was wrong"; the truth is that
+                    # no assessor has seen them (ARQMath-3 overview: LO is for new systems).
+                    result.notes.append(
+                        "AR and P@1 not computed: none of this run's answers has been judged (they are "
+                        "manual measures); Lexical Overlap is the measure for unjudged answers")
+                elif unjudged:
                     result.notes.append(
                         f"{unjudged} answer(s) are not among the judged answers and count 0: AR and P@1 are "
                         "lower bounds for this run; Lexical Overlap is the measure for unjudged answers")
-            _store(result, _info(spec, "task3-manual"), ar if spec.id == "ar" else p1)
+            if len(set(run.answers) & set(qrels)) - unjudged > 0:
+                _store(result, _info(spec, "task3-manual"), ar if spec.id == "ar" else p1)
         elif spec.id == "lexical_overlap":
             if answers_path is None:
                 raise SharedTaskError("Lexical Overlap needs the known answers (answers.tsv)",
