@@ -295,6 +295,18 @@ def test_image_not_found(docker_client, tmp_path: Path) -> None:
     assert leftovers == []
 
 
+@pytest.mark.docker
+def test_baseline_run_through_the_console_script(docker_client, base_image, tmp_path: Path) -> None:
+    """`baseline run` once ended in an ImportError traceback; now it runs, validates and records."""
+    proc = cli("baseline", "run", "lucene-bm25", "--task", TASK, "--output", tmp_path / "bm25" / "output",
+               cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:] + proc.stdout[-2000:]
+    record = json.loads((tmp_path / "bm25" / "run-record.json").read_text())
+    assert record["status"] == "success" and record["validation"]["status"] == "valid"
+    assert record["command"] == "python -m lucene_baseline --model bm25"
+    assert (tmp_path / "bm25" / "output" / "run.txt").stat().st_size > 0
+
+
 @pytest.mark.parametrize("argv", [
     ["run", "--task", TASK, "--image", "sharedtask/base:latest"],
     ["demo", "--task", TASK, "--out", "demo"],
