@@ -296,6 +296,30 @@ def test_image_not_found(docker_client, tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("image", ["Bad Image", "x:y:z", ""])
+def test_invalid_image_reference(image: str, docker_client, tmp_path: Path) -> None:
+    """Malformed references were a docker APIError traceback; nothing may be left behind either."""
+    proc = cli("run", "--task", TASK, "--image", image, cwd=tmp_path)
+    assert_one_line_error(proc, "invalid image reference", repr(image))
+    runs = tmp_path / "sharedtask-runs"
+    assert not runs.exists() or not [p for p in runs.rglob("*") if p.parent != runs]
+
+
+@pytest.mark.docker
+def test_demo_names_why_a_submission_did_not_run(docker_client, tmp_path: Path) -> None:
+    """Missing or malformed submission images are failed entries with the reason, not a crash."""
+    subs = _write(tmp_path / "subs.yml", _submissions(
+        **{"team-typo": {"image": "Team/Ranker:1", "tasks": [TASK]},
+           "team-missing": {"image": "sharedtask-test/never-built:1", "tasks": [TASK]}}))
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--no-baselines", "--out", "demo", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
+    flat = _words(proc.stdout.replace("│", " "))
+    assert "team-typo error: sandbox: invalid image reference 'Team/Ranker:1'" in flat
+    assert "team-missing error: sandbox: image sharedtask-test/never-built:1 is not available locally" in flat
+    assert (tmp_path / "demo" / "report.html").is_file()
+
+
+@pytest.mark.docker
 def test_baseline_run_through_the_console_script(docker_client, base_image, tmp_path: Path) -> None:
     """`baseline run` once ended in an ImportError traceback; now it runs, validates and records."""
     proc = cli("baseline", "run", "lucene-bm25", "--task", TASK, "--output", tmp_path / "bm25" / "output",

@@ -110,12 +110,15 @@ def _task_table(outcome) -> Table:
     else:
         table = Table()
         table.add_column("run")
+        table.add_column("status")
     table.title = f"{outcome.task.id}: {outcome.task.title} ({outcome.dataset.name} dataset)"
     table.title_justify = "left"
     scored = set(outcome.results)
     for entry in outcome.entries:
         if entry.name not in scored:
             reason = entry.status if entry.status != "success" else ("invalid run" if entry.valid is False else "not scored")
+            if entry.status == "error" and entry.notes:  # nothing ran: say why (missing image, failed build)
+                reason += f": {entry.notes[0]}"
             cells = [entry.name, f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
             table.add_row(*cells[: len(table.columns)])
     return table

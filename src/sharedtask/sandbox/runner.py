@@ -276,6 +276,13 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
             f"image {request.image} is not available locally",
             hint="build or `docker pull` it first: sharedtask run never pulls (runs must be reproducible offline)",
         ) from None
+    except (docker.errors.NullResource, docker.errors.APIError) as exc:
+        # A malformed reference ("Bad Image", "x:y:z", "") is the user's typo, not a daemon fault.
+        if isinstance(exc, docker.errors.APIError) and exc.status_code != 400:
+            raise
+        reason = exc.explanation if isinstance(exc, docker.errors.APIError) else "no image name given"
+        raise SharedTaskError(f"invalid image reference {request.image!r}: {reason}",
+                              hint="use name[:tag] in lowercase, e.g. my-team/ranker:1") from None
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
     stdout_path = request.log_dir / "stdout.log"
