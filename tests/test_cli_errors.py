@@ -228,6 +228,16 @@ def test_evaluate_missing_run_qrels_truth(tmp_path: Path) -> None:
     assert_one_line_error(cli("evaluate", sample / "run.txt", "--task", TASK, cwd=tmp_path), "no qrels")
 
 
+def test_evaluate_binary_run_or_qrels(tmp_path: Path) -> None:
+    """A file that is not text (a program, an image) was a UnicodeDecodeError traceback."""
+    sample = _sample(tmp_path)
+    binary = _write(tmp_path / "run.bin", b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)) * 20)
+    assert_one_line_error(cli("evaluate", binary, "--task", TASK, "--truth", sample / "truth", cwd=tmp_path),
+                          "run.bin", "not UTF-8")
+    assert_one_line_error(cli("evaluate", sample / "run.txt", "--task", TASK, "--qrels", binary, cwd=tmp_path),
+                          "run.bin", "not UTF-8")
+
+
 def test_evaluate_a_folder_as_run(tmp_path: Path) -> None:
     sample = _sample(tmp_path)
     assert_one_line_error(cli("evaluate", sample, "--task", TASK, "--truth", sample / "truth", cwd=tmp_path),

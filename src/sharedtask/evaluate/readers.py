@@ -32,10 +32,13 @@ RUN_COLUMNS: dict[str, int] = {
 
 def _sniff(path: Path) -> str | None:
     """The first non-blank line of a file (None if there is none)."""
-    with open_text(path) as handle:
-        for line in handle:
-            if line.strip():
-                return line
+    try:
+        with open_text(path) as handle:
+            for line in handle:
+                if line.strip():
+                    return line
+    except UnicodeDecodeError:
+        raise FormatError(path, "not UTF-8 text", hint="runs and qrels are plain text files") from None
     return None
 
 
