@@ -289,7 +289,8 @@ def test_new_submission_into_a_non_empty_folder_or_nowhere(tmp_path: Path) -> No
 
 def test_demo_out_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("x")
-    assert_one_line_error(cli("demo", "--task", TASK, "--out", "out", cwd=tmp_path), "out")
+    assert_one_line_error(cli("demo", "--task", TASK, "--out", "out", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
+                          "--out out is a file")
 
 
 # ---------------------------------------------------------------- Docker
@@ -428,7 +429,8 @@ def test_unknown_baseline_and_wrong_task_for_it(tmp_path: Path) -> None:
 
 
 def test_demo_unknown_dataset(tmp_path: Path) -> None:
-    assert_one_line_error(cli("demo", "--task", TASK, "--dataset", "official", cwd=tmp_path), "no dataset 'official'")
+    assert_one_line_error(cli("demo", "--task", TASK, "--dataset", "official", cwd=tmp_path,
+                              env={"DOCKER_HOST": NO_DOCKER}), "no dataset 'official'")
 
 
 # ---------------------------------------------------------------- argparse's own mistakes

@@ -58,6 +58,10 @@ def _run(args: argparse.Namespace) -> int:
     for task in tasks:
         if not manifest.for_task(task.id):
             raise SharedTaskError(f"no baseline or submission serves {task.id}")
+    for task in tasks:  # the user's own mistakes first, then the machine's
+        manifest.dataset(task, args.dataset)
+    if args.out.exists() and not args.out.is_dir():
+        raise SharedTaskError(f"--out {args.out} is a file, not a folder")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
