@@ -238,10 +238,13 @@ def test_evaluate_binary_run_or_qrels(tmp_path: Path) -> None:
                           "run.bin", "not UTF-8")
 
 
-def test_evaluate_a_folder_as_run(tmp_path: Path) -> None:
+def test_evaluate_a_folder_without_a_run(tmp_path: Path) -> None:
+    # A folder is read as a TIRA output directory; one without run.txt is a one-line error.
     sample = _sample(tmp_path)
-    assert_one_line_error(cli("evaluate", sample, "--task", TASK, "--truth", sample / "truth", cwd=tmp_path),
-                          "is a folder", "run.txt")
+    empty = tmp_path / "output"
+    empty.mkdir()
+    assert_one_line_error(cli("evaluate", empty, "--task", TASK, "--truth", sample / "truth", cwd=tmp_path),
+                          "no run.txt or run.txt.gz", "$outputDir/run.txt")
 
 
 def test_evaluate_tira_mode_without_its_folders(tmp_path: Path) -> None:

@@ -204,6 +204,15 @@ def test_task3_run_with_no_judged_answer_gets_no_ar_or_p1(tmp_path):
     assert set(result.per_topic["lexical_overlap"]) == {"A.301", "A.302", "A.304"}
 
 
+def test_a_tira_output_directory_is_evaluated_through_its_run_txt(tmp_path):
+    out = tmp_path / "output"
+    out.mkdir()
+    (out / "run.txt").write_bytes((T1 / "run.tsv").read_bytes())
+    from_dir = evaluate(out, "arqmath-3-task1", qrels=T1 / "qrels.tsv")
+    from_file = evaluate(T1 / "run.tsv", "arqmath-3-task1", qrels=T1 / "qrels.tsv")
+    assert from_dir.scores == from_file.scores
+
+
 def test_squad_tokenizer():
     assert tokens("The derivative of $x^2$ is $2x$.") == ["derivative", "of", "x2", "is", "2x"]
     assert tokens("An apple, a pear; THE end!") == ["apple", "pear", "end"]

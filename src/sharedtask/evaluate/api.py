@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sharedtask import formats
 from sharedtask.errors import SharedTaskError
+from sharedtask.runfile import find_run_file
 from sharedtask.evaluate import arqmath, readers, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
@@ -107,8 +108,8 @@ def evaluate(
     """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures."""
     task = _load_task(task)
     run_path = Path(run_path)
-    if run_path.is_dir():
-        raise SharedTaskError(f"{run_path} is a folder, not a run file", hint=f"give the file, e.g. {run_path / 'run.txt'}")
+    if run_path.is_dir():  # a TIRA output directory: its run.txt / run.txt.gz
+        run_path = find_run_file(run_path, task.output.file)
     if not run_path.is_file():
         raise SharedTaskError(f"run file {run_path} does not exist")
     specs = _selected(task, measures)

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.runfile import find_run_file
 from sharedtask.evaluate.api import evaluate
 from sharedtask.evaluate.prototext import write_prototext
 from sharedtask.evaluate.result import EvaluationResult
@@ -32,23 +33,6 @@ def from_environment(name: str) -> Path | None:
     return None
 
 
-def find_run_file(input_run: Path, file_name: str = "run.txt") -> Path:
-    """The run inside a TIRA run directory (``run.txt``, ``run.txt.gz`` or its only visible file)."""
-    input_run = Path(input_run)
-    if input_run.is_file():
-        return input_run
-    if not input_run.is_dir():
-        raise SharedTaskError(f"the input run {input_run} does not exist")
-    for name in (file_name, file_name + ".gz"):
-        if (input_run / name).is_file():
-            return input_run / name
-    visible = [p for p in input_run.iterdir() if p.is_file() and not p.name.startswith(".")]
-    if len(visible) == 1:
-        return visible[0]
-    raise SharedTaskError(f"no {file_name} in the input run {input_run}",
-                          hint=f"found: {', '.join(sorted(p.name for p in visible)) or 'nothing'}")
-
-
 def evaluate_tira(task, input_run: Path | None = None, input_dataset: Path | None = None,
                   output_dir: Path | None = None) -> tuple[EvaluationResult, Path]:
     """Evaluate a TIRA run directory against the truth dataset; write the prototext."""
@@ -64,7 +48,7 @@ def evaluate_tira(task, input_run: Path | None = None, input_dataset: Path | Non
         from sharedtask.spec import load_task
 
         task = load_task(task)
-    run_file = find_run_file(input_run, task.output.file)
+    run_file = find_run_file(input_run, task.output.file, any_single_file=True)
     # The truth folder holds the qrels and whatever the task needs (formulas/ for Task 2).
     result = evaluate(run_file, task, truth_dir=input_dataset, input_dir=input_dataset, per_topic=False,
                       run_name=Path(input_run).name)

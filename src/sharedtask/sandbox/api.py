@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.runfile import find_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
 from sharedtask.sandbox.runner import RunObserver, RunRequest, RunResult, docker_client, run_container
 
 DEFAULT_RUNS_DIR = Path("sharedtask-runs")
-RUN_FILES = ("run.txt", "run.txt.gz")
 
 
 @dataclass
@@ -68,13 +68,6 @@ def dataset_id_of(input_dir: Path) -> str:
     return resolved.parent.name if resolved.name == "input" else resolved.name
 
 
-def find_run_file(output_dir: Path) -> Path | None:
-    for name in RUN_FILES:
-        if (output_dir / name).is_file():
-            return output_dir / name
-    return None
-
-
 def _prefetch_validator() -> threading.Thread:
     """Import the validator while the container runs, not after it.
 
@@ -103,9 +96,10 @@ def validate_output(output_dir: Path, task: Any, input_dir: Path | None) -> dict
         from sharedtask.validate import validate  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - ImportError or a half-built module
         return {"status": "not available", "reason": f"validator not importable ({exc.__class__.__name__})"}
-    run_file = find_run_file(output_dir)
-    if run_file is None:
-        return {"status": "no run file", "reason": f"no {' or '.join(RUN_FILES)} in {output_dir}"}
+    try:
+        run_file = find_run_file(output_dir, task.output.file)
+    except SharedTaskError as exc:
+        return {"status": "no run file", "reason": str(exc)}
     try:
         verdict = validate(run_file, task, topics=None, input_dir=input_dir)
     except SharedTaskError as exc:
