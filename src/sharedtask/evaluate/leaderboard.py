@@ -106,7 +106,7 @@ class Leaderboard:
     def table(self) -> Table:
         title = f"{self.task}: sorted by {self._label(self.primary)}"
         caption = None
-        if self.test:
+        if self.test and any(self.significant(run, m.key) for run, _ in self.rows for m in self.measures):
             caption = (f"{MARK} differs from the best run of that measure (paired {self.test}, "
                        f"p < {self.alpha})")
         table = Table(title=title, caption=caption)

@@ -121,6 +121,8 @@ def build_ir_metadata(request: RunRequest, result: RunResult, *, task_id: str | 
     """ir_metadata-style provenance (platform, implementation, data, resources)."""
     limits = policy.limits
     return {
+        # The version TIRA's own resource tracker writes into .tracking-results.yml.
+        "schema version": "0.2",
         "tag": f"{result.image}@{task_id or request.dataset_id}",
         "platform": {
             "hardware": {
