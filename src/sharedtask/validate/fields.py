@@ -82,28 +82,116 @@ def column_of(parts: list[str] | tuple[str, ...], index: int) -> int:
 
 
 def bulk_fullmatch(pattern: re.Pattern[str], values: list[str] | tuple[str, ...]) -> bool:
-    """True iff every value fully matches ``pattern``, checked in one regex pass.
+    """True iff every value fully matches ``pattern``, checked in one regex pass where possible.
 
-    ``^(?:p)$`` in MULTILINE mode over the values joined by newlines finds one match
-    per line only if every line matches entirely (a match that spanned lines would
-    leave fewer matches than lines), so the count proves it. Values never contain a
-    newline here (they come from split lines).
+    Values never contain a newline here (they come from split lines). When the pattern
+    provably cannot match a newline nor look around, ``(?:(?:p)\\n)*+`` over the values
+    joined by newlines can match only one value per repetition, so a full match proves
+    that every value matches (possessive: no backtracking state is kept per value, ~2x
+    faster than a MULTILINE ``findall``). Other patterns are matched value by value
+    (a MULTILINE count over the joined values is fooled by lookarounds: ``a(?=\\n)``).
     """
     if not values:
         return True
-    multi = _multiline(pattern)
-    return len(multi.findall("\n".join(values))) == len(values)
+    possessive = _possessive(pattern)
+    if possessive is not None:
+        return possessive.fullmatch("\n".join(values) + "\n") is not None
+    return all(map(pattern.fullmatch, values))
 
 
-_MULTI_CACHE: dict[str, re.Pattern[str]] = {}
+_POSSESSIVE_CACHE: dict[tuple[str, int], re.Pattern[str] | None] = {}
 
 
-def _multiline(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    got = _MULTI_CACHE.get(pattern.pattern)
-    if got is None:
-        got = re.compile(f"^(?:{pattern.pattern})$", re.MULTILINE | pattern.flags)
-        _MULTI_CACHE[pattern.pattern] = got
-    return got
+def _possessive(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """``(?:(?:p)\\n)*+`` if ``pattern`` can never match a newline, else None."""
+    key = (pattern.pattern, pattern.flags)
+    if key not in _POSSESSIVE_CACHE:
+        got = None
+        if not _may_match_newline(pattern):
+            try:
+                got = re.compile(f"(?:(?:{pattern.pattern})\n)*+", pattern.flags)
+            except re.error:  # e.g. global inline flags, which must stay at the start
+                got = None
+        _POSSESSIVE_CACHE[key] = got
+    return _POSSESSIVE_CACHE[key]
+
+
+# Character-set members that contain "\n" (re._parser category names).
+_NEWLINE_CATEGORIES = {"CATEGORY_SPACE", "CATEGORY_NOT_DIGIT", "CATEGORY_NOT_WORD", "CATEGORY_LINEBREAK"}
+_SAFE_CATEGORIES = {"CATEGORY_DIGIT", "CATEGORY_NOT_SPACE", "CATEGORY_WORD", "CATEGORY_NOT_LINEBREAK"}
+
+
+def _may_match_newline(pattern: re.Pattern[str]) -> bool:
+    """Conservative: False only if no part of ``pattern`` can consume a newline or look around.
+
+    Walks the parse tree of Python's own regex parser; anything not understood here
+    (lookarounds, backreferences, conditionals, an unknown node) counts as "may".
+    """
+    try:
+        from re import _parser  # the stdlib's parser (sre_parse before 3.11)
+
+        tree = _parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "do not optimise"
+        return True
+    return _walk_may_match_newline(list(tree), bool(pattern.flags & re.DOTALL))
+
+
+def _walk_may_match_newline(nodes: list[tuple[object, object]], dotall: bool) -> bool:
+    for op, arg in nodes:
+        name = str(op)
+        if name == "LITERAL":
+            if arg == 10:
+                return True
+        elif name == "NOT_LITERAL":
+            if arg != 10:
+                return True
+        elif name == "ANY":
+            if dotall:
+                return True
+        elif name == "IN":
+            if _set_may_contain_newline(arg):  # type: ignore[arg-type]
+                return True
+        elif name == "AT":
+            continue  # zero-width anchors: never looser in the joined text than per value
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if _walk_may_match_newline(list(arg[2]), dotall):  # type: ignore[index]
+                return True
+        elif name == "ATOMIC_GROUP":
+            if _walk_may_match_newline(list(arg), dotall):  # type: ignore[arg-type]
+                return True
+        elif name == "SUBPATTERN":
+            _group, add, remove, sub = arg  # type: ignore[misc]
+            inner = (dotall or bool(add & re.DOTALL)) and not bool(remove & re.DOTALL)
+            if _walk_may_match_newline(list(sub), inner):
+                return True
+        elif name == "BRANCH":
+            if any(_walk_may_match_newline(list(b), dotall) for b in arg[1]):  # type: ignore[index]
+                return True
+        else:
+            return True
+    return False
+
+
+def _set_may_contain_newline(items: list[tuple[object, object]]) -> bool:
+    negate = False
+    contains = False
+    for op, arg in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            contains |= arg == 10
+        elif name == "RANGE":
+            lo, hi = arg  # type: ignore[misc]
+            contains |= lo <= 10 <= hi
+        elif name == "CATEGORY":
+            if str(arg) in _NEWLINE_CATEGORIES:
+                contains = True
+            elif str(arg) not in _SAFE_CATEGORIES:
+                return True
+        else:
+            return True
+    return contains != negate
 
 
 def check_ids(
