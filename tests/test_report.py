@@ -19,7 +19,7 @@ from browser_helpers import DomSummary, browser
 from sharedtask.findings import Finding, Severity
 from sharedtask.report import RunEntry, TaskSection, leaderboard, render_html, write_report
 from sharedtask.report.chart import natural_key, nice_ceiling
-from sharedtask.report.render import group_findings
+from sharedtask.render import group_findings
 from sharedtask.spec import load_task
 
 HOSTILE = '<script>alert("x")</script><img src=http://evil.example/x.png>'
@@ -90,7 +90,7 @@ def test_leaderboard_ties_share_a_rank() -> None:
 
 def test_findings_grouped_by_code_errors_first() -> None:
     groups = group_findings(touche_section().runs[2].findings)
-    assert [(sev.value, code, len(items)) for sev, code, items in groups] == [
+    assert [(sev.value, code, total) for sev, code, _items, total in groups] == [
         ("error", "RUN-DUPLICATE-DOC", 5), ("warning", "RUN-TIED-SCORES", 1)]
 
 

@@ -16,17 +16,17 @@ from datetime import datetime, timezone
 from html import escape
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sharedtask import __version__
-from sharedtask.findings import Finding, Severity
+from sharedtask.findings import Severity
+from sharedtask.render import group_findings
 from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
 
 MAX_EXAMPLES = 3  # example locations shown per finding code
 LOG_TAIL_LINES = 40  # per stream, when the tail is read from the sandbox's log files
 LOG_TAIL_BYTES = 16 * 1024
-_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 # Record keys the sandbox may use for the same fact; the first present one wins.
 _WALL_KEYS = ("wall_seconds", "wall_time", "wall_time_seconds", "duration_seconds", "duration", "elapsed_seconds")
@@ -193,15 +193,6 @@ def _charts(section: TaskSection, columns: list[tuple[str, str, str]]) -> str:
     return f'<div class="charts">{"".join(out)}</div>' if out else '<p class="empty">No per-topic scores (no run was evaluated).</p>'
 
 
-def group_findings(findings: Iterable[Finding]) -> list[tuple[Severity, str, list[Finding]]]:
-    """Findings grouped by (severity, code): errors first, then the most frequent."""
-    groups: dict[tuple[Severity, str], list[Finding]] = defaultdict(list)
-    for f in findings:
-        groups[(Severity(f.severity), f.code)].append(f)
-    ordered = sorted(groups.items(), key=lambda kv: (_SEVERITY_ORDER[kv[0][0]], -len(kv[1]), kv[0][1]))
-    return [(sev, code, items) for (sev, code), items in ordered]
-
-
 def _findings(section: TaskSection) -> str:
     out = []
     for _, run in leaderboard(section):
@@ -212,16 +203,16 @@ def _findings(section: TaskSection) -> str:
         else:
             summary = f"{errors} error(s), {warnings} warning(s), {len(run.findings) - errors - warnings} info"
         rows = []
-        for sev, code, items in groups:
+        for sev, code, items, total in groups:
             first = items[0]
             examples = []
             for f in items[:MAX_EXAMPLES]:
                 where = f'<code>{e(f.location)}</code> ' if f.location else ""
                 examples.append(f"<li>{where}{e(f.message)}</li>")
-            more = f"<li>… and {len(items) - MAX_EXAMPLES} more</li>" if len(items) > MAX_EXAMPLES else ""
+            more = f"<li>… and {total - MAX_EXAMPLES:,} more</li>" if total > MAX_EXAMPLES else ""
             hint = f'<div class="hint">hint: {e(first.hint)}</div>' if first.hint else ""
             rows.append(f'<tr class="finding" data-code="{e(code)}"><td>{_badge(sev.value)}</td>'
-                        f'<td class="code mono">{e(code)}</td><td class="num">{len(items)}</td>'
+                        f'<td class="code mono">{e(code)}</td><td class="num">{total:,}</td>'
                         f'<td>{e(first.message)}{hint}<ul class="examples">{"".join(examples)}{more}</ul></td></tr>')
         body = (f'<table class="findings"><thead><tr><th>severity</th><th>code</th><th class="num">count</th>'
                 f'<th>message and first examples</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
