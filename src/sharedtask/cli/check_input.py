@@ -11,6 +11,7 @@ from rich.filesize import decimal
 from rich.table import Table
 
 from sharedtask.inputcheck import InputReport, check_input
+from sharedtask.render import render_findings
 from sharedtask.spec import load_task
 
 console = Console(highlight=False)
@@ -55,7 +56,6 @@ def render(report: InputReport) -> None:
         table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", decimal(c.bytes), status)
     console.print(table)
     console.print(f"topics: {len(report.topics)}")
-    for f in report.findings:
-        console.print(f"[bold red]{f.severity.value}[/] {f.code} {f.location}: {f.message}" + (f" [dim]({f.hint})[/]" if f.hint else ""), soft_wrap=True)
+    render_findings(console, report.findings)
     verdict = "[bold green]valid[/]" if report.valid else "[bold red]invalid[/]"
     console.print(f"{report.task.id}: {verdict}")
