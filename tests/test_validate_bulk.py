@@ -52,3 +52,56 @@ def test_lookahead_across_values_is_not_trusted() -> None:
     # Joined as "a\nb\n", "a(?=\n)" would match the first value; alone, "a" fails it.
     pattern = re.compile(r"a(?=\n)|b", re.ASCII)
     assert bulk_fullmatch(pattern, ["a", "b"]) is False
+
+
+# ----------------------------------------------------------------------------- ties
+
+_score_texts = st.lists(
+    st.sampled_from(["9", "8.5", "8.50000001", "8.5000001", "8.500001", "7", "7", "340282350000000000000000000000000000000",
+                     "350000000000000000000000000000000000000", "1000000000000000000000000000000000000000", "0", "-0", "-2.25", "-2.2500000001"]),
+    min_size=5,
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=_score_texts)
+def test_tie_groups_of_a_sorted_topic(tmp_path_factory: object, texts: list[str]) -> None:
+    """RUN-TIE / RUN-FLOAT32-TIE lines equal groups of equal neighbours, computed here with struct."""
+    import struct
+    from itertools import groupby
+    from pathlib import Path
+
+    from sharedtask.spec import load_task
+    from sharedtask.validate import validate
+
+    texts = sorted(texts, key=float, reverse=True)
+    lines = [f"{t} Q0 S{k:08x}-A{k:08x} {k + 1} {s} tag" for t in (1, 2, 3) for k, s in enumerate(texts)]
+    path = Path(tmp_path_factory.mktemp("ties")) / "run.txt"  # type: ignore[attr-defined]
+    path.write_text("\n".join(lines) + "\n")
+    result = validate(path, load_task("touche-2021-task1"))
+
+    def f32(v: float) -> float:
+        try:
+            return struct.unpack("f", struct.pack("f", v))[0]
+        except OverflowError:  # struct refuses what a C cast turns into inf
+            return float("inf") if v > 0 else float("-inf")
+
+    values = [float(t) for t in texts]
+    expected_tie: list[int] = []
+    expected_32: list[int] = []
+    for key in (lambda k: values[k], lambda k: f32(values[k])):
+        for _, grp in groupby(range(len(values)), key=key):
+            members = list(grp)
+            if len(members) < 2:
+                continue
+            distinct64 = {values[k] for k in members}
+            # f64 groups: all members equal as doubles; f32 groups: some members differ as doubles
+            (expected_tie if len(distinct64) == 1 else expected_32).append(members[0])
+    # An f64 group is also an f32 group (found twice above): keep one RUN-TIE per f64 group.
+    expected_tie = sorted(set(expected_tie))
+    got_tie = sorted({f.line for f in result.findings if f.code == "RUN-TIE"})
+    got_32 = sorted({f.line for f in result.findings if f.code == "RUN-FLOAT32-TIE"})
+    n = len(texts)
+    assert got_tie == sorted({t * n + k + 1 for t in range(3) for k in expected_tie})
+    assert got_32 == sorted({t * n + k + 1 for t in range(3) for k in set(expected_32)})

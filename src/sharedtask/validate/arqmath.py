@@ -10,22 +10,28 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.findings import Severity
 from sharedtask.validate.model import Collector
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class IdSet:
     """A set of non-negative integer ids stored as a growable bitmap."""
 
     def __init__(self) -> None:
+        import numpy as np  # lazily: only runs checked against a collection need it
+
         self._bits = np.zeros(1 << 16, dtype=np.uint8)
         self.size = 0
 
     def add_many(self, ids: Iterable[int], batch: int = 1 << 20) -> None:
+        import numpy as np
+
         buf: list[int] = []
         for i in ids:
             buf.append(i)
@@ -36,6 +42,8 @@ class IdSet:
             self._add(np.asarray(buf, dtype=np.int64))
 
     def _add(self, arr: np.ndarray) -> None:
+        import numpy as np
+
         arr = arr[arr >= 0]
         if arr.size == 0:
             return
@@ -49,6 +57,8 @@ class IdSet:
 
     def missing(self, ids: list[int]) -> list[int]:
         """Positions in ``ids`` whose id is not in the set (negative ids count as missing)."""
+        import numpy as np
+
         arr = np.asarray(ids, dtype=np.int64)
         inside = (arr >= 0) & ((arr >> 3) < self._bits.size)
         hit = np.zeros(arr.size, dtype=bool)

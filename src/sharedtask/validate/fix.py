@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
-
 from sharedtask.errors import SharedTaskError
 from sharedtask.validate import engine
 from sharedtask.validate.fields import Layout
@@ -169,6 +167,8 @@ class _Writer:
 
     def _scores(self, values: list[float], texts: list[str]) -> list[str]:
         """Score texts, strictly decreasing as doubles and as 32-bit floats."""
+        import numpy as np  # lazily: importing the validator should not cost numpy's import
+
         with warnings.catch_warnings(), np.errstate(over="ignore"):
             warnings.simplefilter("ignore")
             f32 = np.asarray(values, dtype=np.float32)
@@ -201,6 +201,8 @@ class _Writer:
 
 
 def _positional(value: float) -> str:
+    import numpy as np
+
     return np.format_float_positional(np.float64(value), unique=True, trim="-")
 
 
