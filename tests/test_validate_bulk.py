@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharedtask.validate.fields import _may_match_newline, bulk_fullmatch
+from sharedtask.validate.fields import _class_checker, _may_match_newline, bulk_fullmatch
 
 # The task patterns (tasks/_base/*.yml) and patterns that can match a newline or look around,
 # for which the possessive shortcut must not be used.
@@ -39,6 +39,40 @@ _values = st.lists(st.text(alphabet="ab0129fS-AxK.,\t ", max_size=12), max_size=
 def test_bulk_fullmatch_equals_per_value(pattern: str, values: list[str]) -> None:
     compiled = re.compile(pattern, re.ASCII)
     assert bulk_fullmatch(compiled, values) == all(compiled.fullmatch(v) is not None for v in values)
+
+
+_ID = "S0123abcd-A89ef4567"
+_mutated_ids = st.lists(
+    st.one_of(
+        st.just(_ID),
+        st.builds(lambda k, c: _ID[:k] + c + _ID[k + 1 :], st.integers(0, 18), st.sampled_from("0fFgSA-_ é\t")),
+        st.builds(lambda k: _ID[:k] + _ID[k + 1 :], st.integers(0, 18)),
+        st.builds(lambda k, c: _ID[:k] + c + _ID[k:], st.integers(0, 19), st.sampled_from("0a-")),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=st.sampled_from([r"S[0-9a-f]{8}-A[0-9a-f]{8}", r"S[0-9a-f]{8}-A[0-9a-f]{4}\d{4}", r"[S]\S{18}"]),
+       values=_mutated_ids)
+def test_fixed_length_ids_equal_per_value(pattern: str, values: list[str]) -> None:
+    compiled = re.compile(pattern, re.ASCII)
+    assert bulk_fullmatch(compiled, values) == all(compiled.fullmatch(v) is not None for v in values)
+
+
+def test_fixed_length_ids_cannot_borrow_characters_from_a_neighbour() -> None:
+    # Concatenated, the two wrong ids read as two valid ones: only the separator tells.
+    pattern = re.compile(r"S[0-9a-f]{8}-A[0-9a-f]{8}", re.ASCII)
+    assert bulk_fullmatch(pattern, [_ID[:-1], _ID[-1] + _ID]) is False
+    assert bulk_fullmatch(pattern, [_ID, _ID]) is True
+
+
+def test_class_checker_takes_only_fixed_ascii_class_sequences() -> None:
+    taken = [r"S[0-9a-f]{8}-A[0-9a-f]{8}", r"[0-9]{3}", r"a|b", r"\d\d"]
+    left = [r"[0-9]+", r"[1-9][0-9]*", r"[a-c][b-d]", r"(?i)abc", r"[^\t]*", r"é", r"\S{3}", r"a(b)"]
+    assert [p for p in taken if _class_checker(re.compile(p, re.ASCII)) is None] == []
+    assert [p for p in left if _class_checker(re.compile(p, re.ASCII)) is not None] == []
 
 
 def test_newline_analysis_is_conservative() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sharedtask.findings import Severity
@@ -90,9 +91,14 @@ def bulk_fullmatch(pattern: re.Pattern[str], values: list[str] | tuple[str, ...]
     that every value matches (possessive: no backtracking state is kept per value, ~2x
     faster than a MULTILINE ``findall``). Other patterns are matched value by value
     (a MULTILINE count over the joined values is fooled by lookarounds: ``a(?=\\n)``).
+    Patterns that are only ASCII character classes (the task id patterns) skip the regex
+    engine altogether: see ``_class_checker``.
     """
     if not values:
         return True
+    by_class = _class_checker(pattern)
+    if by_class is not None:
+        return by_class(values)
     possessive = _possessive(pattern)
     if possessive is not None:
         return possessive.fullmatch("\n".join(values) + "\n") is not None
@@ -114,6 +120,124 @@ def _possessive(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
                 got = None
         _POSSESSIVE_CACHE[key] = got
     return _POSSESSIVE_CACHE[key]
+
+
+# ------------------------------------------------------------ class-only patterns
+
+Checker = Callable[[Sequence[str]], bool]
+_CLASS_CACHE: dict[tuple[str, int], Checker | None] = {}
+_BAD = 0x00  # byte for characters no position accepts
+_NL = 0x0A  # the separator between joined values keeps its own byte
+
+
+def _class_checker(pattern: re.Pattern[str]) -> Checker | None:
+    """A regex-free test for fixed-length patterns made of ASCII character classes.
+
+    E.g. ``S[0-9a-f]{8}-A[0-9a-f]{8}``: every element is a literal or a class repeated a
+    fixed number of times, and two classes are equal or disjoint. Each character is
+    translated to the byte of its class (one ``bytes.translate``) and the values joined
+    by newlines must then equal the per-position template repeated; the newline keeps
+    its own byte, so a value of another length cannot line up. ~30 ms instead of the
+    regex's ~130 ms for 1M args.me ids. Other patterns return None (regex engine);
+    tests/test_validate_bulk.py checks both agree with per-value fullmatch.
+    """
+    key = (pattern.pattern, pattern.flags)
+    if key not in _CLASS_CACHE:
+        _CLASS_CACHE[key] = _build_class_checker(pattern)
+    return _CLASS_CACHE[key]
+
+
+def _build_class_checker(pattern: re.Pattern[str]) -> Checker | None:
+    if pattern.flags & (re.IGNORECASE | re.LOCALE):
+        return None
+    items = _class_items(pattern)
+    if items is None:
+        return None
+    if all(lo == hi for _, lo, hi in items):
+        return _fixed_checker(items)
+    return None  # e.g. [0-9]+: sre's single-class repeat is as fast as a translate here
+
+
+def _class_items(pattern: re.Pattern[str]) -> list[tuple[frozenset[int], int, int]] | None:
+    """(class, min, max) per element of the pattern, or None if it is not a plain class sequence."""
+    try:
+        from re import _parser
+
+        tree = list(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "use the regex"
+        return None
+    ascii_only = bool(pattern.flags & re.ASCII)
+    items: list[tuple[frozenset[int], int, int]] = []
+    for op, arg in tree:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            lo, hi, sub = arg  # type: ignore[misc]
+            sub = list(sub)
+            if len(sub) != 1:
+                return None
+            chars = _class_of(*sub[0], ascii_only=ascii_only)
+            if chars is None:
+                return None
+            items.append((chars, int(lo), int(hi)))
+        else:
+            chars = _class_of(op, arg, ascii_only=ascii_only)
+            if chars is None:
+                return None
+            items.append((chars, 1, 1))
+    return items
+
+
+def _class_of(op: object, arg: object, *, ascii_only: bool) -> frozenset[int] | None:
+    """The ASCII code points one LITERAL or IN node accepts, or None if not supported."""
+    name = str(op)
+    if name == "LITERAL":
+        members = {int(arg)}  # type: ignore[call-overload]
+    elif name == "IN":
+        members = set()
+        for sub_op, sub_arg in arg:  # type: ignore[attr-defined]
+            sub = str(sub_op)
+            if sub == "LITERAL":
+                members.add(int(sub_arg))
+            elif sub == "RANGE":
+                lo, hi = sub_arg
+                members.update(range(lo, hi + 1))
+            elif sub == "CATEGORY" and str(sub_arg) == "CATEGORY_DIGIT" and ascii_only:
+                members.update(range(0x30, 0x3A))
+            else:
+                return None  # negation, Unicode categories, ...
+    else:
+        return None
+    if not members or max(members) > 0x7F or _NL in members or _BAD in members:
+        return None
+    return frozenset(members)
+
+
+def _joined_ascii(values: Sequence[str]) -> bytes | None:
+    text = "\n".join(values)
+    return text.encode("ascii") if text.isascii() else None
+
+
+def _fixed_checker(items: list[tuple[frozenset[int], int, int]]) -> Checker | None:
+    classes = sorted({chars for chars, _, _ in items}, key=sorted)
+    for i, a in enumerate(classes):
+        if any(a & b for b in classes[i + 1 :]):
+            return None  # overlapping classes: one byte per character cannot tell them apart
+    table = bytearray([_BAD]) * 256
+    table[_NL] = _NL
+    for k, chars in enumerate(classes):
+        for c in chars:
+            table[c] = 0x80 + k
+    lookup = {chars: 0x80 + k for k, chars in enumerate(classes)}
+    template = bytes(lookup[chars] for chars, count, _ in items for _ in range(count)) + b"\n"
+    trans = bytes(table)
+
+    def check(values: Sequence[str]) -> bool:
+        joined = _joined_ascii(values)
+        if joined is None:
+            return False  # a non-ASCII character never matches: the caller finds which
+        return (joined + b"\n").translate(trans) == template * len(values)
+
+    return check
 
 
 # Character-set members that contain "\n" (re._parser category names).
