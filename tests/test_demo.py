@@ -89,7 +89,10 @@ def test_submissions_are_ranked_with_the_baselines(demo_out: Path, tmp_path: Pat
 
 
 def test_docker_not_running_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from sharedtask import dockerclient
+
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    monkeypatch.setattr(dockerclient, "_CLIENT", None)  # as in a new process: no client yet
     assert main(["demo", "--task", "touche-2020-task1", "--out", "/tmp/never-written"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Docker is not running" in err and "docker-doctor" in err
