@@ -132,3 +132,18 @@ def test_cli_unknown_task_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["tasks", "show", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: unknown task 'nope'") and "Traceback" not in err
+
+
+def test_schema_check_is_remembered_by_content_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tasks = _copy_tasks(tmp_path)
+    spec = tasks / "touche-2020-task1.yml"
+    load_task_file(spec)  # checked with jsonschema, digest remembered
+    assert (tmp_path / "cache" / "sharedtask" / "valid-specs.txt").is_file()
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # any import of jsonschema now fails
+    assert load_task_file(spec).id == "touche-2020-task1"  # same content: no jsonschema needed
+    spec.write_text(spec.read_text().replace("year: 2020", "year: 2019"))
+    with pytest.raises(ImportError):  # new content: the schema check runs again
+        load_task_file(spec)

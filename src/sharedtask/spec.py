@@ -9,14 +9,15 @@ Code reads contracts from here and never hard-codes them (design.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Iterator
 
-import jsonschema
 import yaml
 
 from sharedtask.errors import SpecError, UnknownTaskError
@@ -267,9 +268,63 @@ def _format_path(parts: list[Any]) -> str:
     return out or "(top level)"
 
 
-def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
+def _cache_file() -> Path | None:
+    """Where digests of specs that passed the schema are remembered (None: no cache)."""
+    if os.environ.get("SHAREDTASK_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sharedtask" / "valid-specs.txt"
+
+
+def _digest(doc: dict[str, Any]) -> str:
+    """Digest of the merged spec together with the schema it must satisfy."""
+    payload = json.dumps([_schema(), doc], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _known_valid(digest: str) -> bool:
+    cache = _cache_file()
+    try:
+        return cache is not None and digest in cache.read_text(encoding="ascii").split()
+    except OSError:
+        return False
+
+
+def _remember_valid(digest: str) -> None:
+    cache = _cache_file()
+    if cache is None:
+        return
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        if cache.is_file() and cache.stat().st_size > 256 * 1024:
+            cache.unlink()  # bounded: start over rather than grow with every edit of a spec
+        with cache.open("a", encoding="ascii") as fh:
+            fh.write(digest + "\n")
+    except OSError:
+        pass  # a read-only home only costs the schema check next time
+
+
+def _schema_errors(doc: dict[str, Any]) -> list[Any]:
+    """jsonschema errors of the merged spec, shortest path first.
+
+    Every load checks the spec against the schema; a spec whose exact content (and
+    schema) already passed is recognised by its digest, which spares the jsonschema
+    import (about 0.1 s) on short commands such as evaluating a small run.
+    """
+    digest = _digest(doc)
+    if _known_valid(digest):
+        return []
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        _remember_valid(digest)
+    return errors
+
+
+def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
+    errors = _schema_errors(doc)
     if errors:
         err = errors[0]
         parts = list(err.absolute_path)

@@ -13,8 +13,6 @@ import importlib
 import sys
 from typing import Sequence
 
-from rich.console import Console
-
 from sharedtask import __version__
 from sharedtask.errors import SharedTaskError
 
@@ -32,7 +30,18 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "docker_doctor",
 )
 
-err_console = Console(stderr=True, highlight=False)
+
+
+class _ErrConsole:
+    """stderr console created on first use: rich costs an import a --json run need not pay."""
+
+    def print(self, *args: object, **kwargs: object) -> None:
+        from rich.console import Console
+
+        Console(stderr=True, highlight=False).print(*args, **kwargs)
+
+
+err_console = _ErrConsole()
 
 
 def _module_name(command: str) -> str:
