@@ -139,3 +139,31 @@ def test_tie_groups_of_a_sorted_topic(tmp_path_factory: object, texts: list[str]
     n = len(texts)
     assert got_tie == sorted({t * n + k + 1 for t in range(3) for k in expected_tie})
     assert got_32 == sorted({t * n + k + 1 for t in range(3) for k in set(expected_32)})
+
+
+# ------------------------------------------------------------------ chunk boundaries
+
+def test_separator_counts_do_not_depend_on_chunk_size(tmp_path: object, monkeypatch: object) -> None:
+    """RUN-MIXED-SEPARATORS counts lines with tabs / spaces the same wherever chunks are cut.
+
+    By hand: lines 1 and 4 use spaces, line 3 tabs, line 2 is blank (counts for neither);
+    the finding points at the later of the first tab line (3) and the first space line (1).
+    """
+    from pathlib import Path
+
+    import pytest
+
+    from sharedtask.spec import load_task
+    from sharedtask.validate import structure, validate
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    path = Path(str(tmp_path)) / "run.txt"
+    rows = [f"1 Q0 {_ID} 1 3 t", "", f"1\tQ0\tS0123abcd-A89ef4568\t2\t2\tt", f"1 Q0 S0123abcd-A89ef4569 3 1 t"]
+    path.write_bytes("\r\n".join(rows + [""]).encode())
+    seen = []
+    for size in (7, 40, 1 << 22):
+        monkeypatch.setattr(structure, "CHUNK", size)
+        found = [f for f in validate(path, load_task("touche-2021-task1")).findings if f.code == "RUN-MIXED-SEPARATORS"]
+        seen.append([(f.line, f.message) for f in found])
+    expected = [(3, "columns are separated inconsistently: 1 line(s) with tabs, 2 with spaces, 0 with both")]
+    assert seen == [expected] * 3

@@ -27,7 +27,10 @@ from sharedtask.validate.model import Collector
 
 #: TIRA's run check (tira.check_format.FormatBase.max_size_mb).
 TIRA_MAX_BYTES = 75 * 1024 * 1024
-CHUNK = 1 << 22
+#: Bytes read per chunk. Small on purpose: every byte-level check, the decode and the line
+#: split then work on data that stays in the CPU caches. Measured on a 1M-line Touché run:
+#: 0.59 s CPU with 64 KB chunks vs 0.64 s with 4 MB (median of 5, interleaved in one process).
+CHUNK = 1 << 16
 
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Every byte except the control ones: ``buf.translate(None, _NOT_CONTROL)`` leaves only the
@@ -44,6 +47,19 @@ _TRAILING_TAB = re.compile(rb"\t\n")
 _LEADING_PROBE = re.compile(rb"\n[ \t]")
 # Whitespace Python splits on but C isspace() does not (U+00A0, U+2000..., U+3000, U+0085).
 _ODD_SPACE = re.compile(r"[^\S \t\n\r\x0b\x0c\x1c-\x1f]")
+
+
+# For each separator byte: every byte but it and the newline (bytes.translate deletes them).
+_ALL_BUT = {sep: bytes(b for b in range(256) if b not in (sep[0], 0x0A)) for sep in (b" ", b"\t")}
+
+
+def _lines_containing(buf: bytes, sep: bytes) -> int:
+    """Lines of ``buf`` (which ends with a newline) that contain ``sep``."""
+    kept = buf.translate(None, _ALL_BUT[sep])  # only separators and newlines are left
+    lines = kept.count(b"\n")
+    if not kept.startswith(b"\n") and b"\n\n" not in kept:
+        return lines  # no line without a separator
+    return lines - (kept.split(b"\n").count(b"") - 1)  # minus the empty piece after the last newline
 
 
 def find_run_file(path: Path) -> Path:
@@ -283,7 +299,7 @@ class Scanner:
         if not self.answers and any(not ln.isascii() and _ODD_SPACE.search(ln) for ln in decoded):
             self._odd_spaces(lines, first_line)
         if self.check_separators:
-            self._separators(buf, lines, first_line)
+            self._separators(buf, lines, first_line, per_line=True)  # undecodable lines count for nothing
         if self.tabs_only and b" " in buf:
             self._spaces_in_fields(lines, first_line)
         return lines
@@ -308,19 +324,25 @@ class Scanner:
             else:
                 self.out.count_only(Severity.ERROR, code)
 
-    def _separators(self, buf: bytes, lines: list[str | None], first_line: int) -> None:
+    def _separators(self, buf: bytes, lines: list[str | None], first_line: int, per_line: bool = False) -> None:
         st = self.state
         has_tab = b"\t" in buf
         has_space = b" " in buf
-        if not (has_tab and has_space):
-            if has_tab:
-                st.tab_lines += len(lines)
-                if st.first_tab_line is None:
-                    st.first_tab_line = first_line
-            elif has_space:
-                st.space_lines += len(lines)
-                if st.first_space_line is None:
-                    st.first_space_line = first_line
+        if not (has_tab and has_space) and not per_line:
+            # One separator in the whole chunk: the same counts as the loop below, at C speed,
+            # so that they do not depend on where chunks are cut (blank lines count for nothing).
+            if has_tab or has_space:
+                sep = b"\t" if has_tab else b" "
+                n_with = _lines_containing(buf, sep)
+                first = first_line + buf.count(b"\n", 0, buf.find(sep))
+                if has_tab:
+                    st.tab_lines += n_with
+                    if st.first_tab_line is None:
+                        st.first_tab_line = first
+                else:
+                    st.space_lines += n_with
+                    if st.first_space_line is None:
+                        st.first_space_line = first
             return
         for k, ln in enumerate(lines):
             if ln is None:
