@@ -21,9 +21,9 @@ from sharedtask.formats.arqmath import Answer, read_posts
 from sharedtask.formats.trec import RunRow, write_run
 
 from extractive_qa.cut import answer_text, cut
-from lucene_baseline import anserini, arqmath
+from lucene_baseline import arqmath
 from lucene_baseline.anserini import Model
-from lucene_baseline.contract import RUN_FILE, input_dir, output_dir, scratch_dir, setup_logging
+from lucene_baseline.contract import RUN_FILE, prepare, scratch_dir
 from lucene_baseline.pipeline import build_index, search
 
 log = logging.getLogger("baseline")
@@ -58,11 +58,7 @@ def bodies(posts, wanted: set[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging()
-    anserini.ensure_resolvable_hostname()
-    data, out = input_dir(args.input), output_dir(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    threads = args.threads or anserini.cpu_count()
+    data, out, threads = prepare(args.input, args.output, args.threads)
     model = Model(args.model, mu=args.mu)
     tag = args.tag or f"sharedtask-extract-{model.tag()}"
     start = time.monotonic()

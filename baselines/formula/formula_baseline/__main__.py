@@ -22,9 +22,8 @@ from sharedtask.formats.trec import RunRow, write_run
 from formula_baseline import approach0
 from formula_baseline.collection import Formula, representatives
 from formula_baseline.tokens import formula_text
-from lucene_baseline import anserini
 from lucene_baseline.anserini import Model
-from lucene_baseline.contract import RUN_FILE, input_dir, output_dir, scratch_dir, setup_logging
+from lucene_baseline.contract import RUN_FILE, prepare, scratch_dir
 from lucene_baseline.jsonl import ShardedJsonl, clean_query
 from lucene_baseline.pipeline import build_index, search
 
@@ -83,11 +82,7 @@ def run_lucene(formulas: list[Formula], queries: list[tuple[str, str]], hits: in
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging()
-    anserini.ensure_resolvable_hostname()
-    data, out = input_dir(args.input), output_dir(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    threads = args.threads or anserini.cpu_count()
+    data, out, threads = prepare(args.input, args.output, args.threads)
     tag = args.tag or f"sharedtask-formula-{args.engine}"
     log.info("engine %s, input %s, output %s", args.engine, data, out)
     start = time.monotonic()

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from sharedtask.formats.trec import RunRow, write_run
 
-from lucene_baseline import anserini, arqmath, touche
+from lucene_baseline import arqmath, touche
 from lucene_baseline.anserini import Model
-from lucene_baseline.contract import RUN_FILE, input_dir, output_dir, scratch_dir, setup_logging
+from lucene_baseline.contract import RUN_FILE, prepare, scratch_dir
 from lucene_baseline.pipeline import build_index, search
 
 log = logging.getLogger("baseline")
@@ -57,13 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging()
-    anserini.ensure_resolvable_hostname()
-    data, out = input_dir(args.input), output_dir(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    data, out, threads = prepare(args.input, args.output, args.threads)
     task = detect_task(data) if args.task == "auto" else args.task
     model = Model(args.model, k1=args.k1, b=args.b, mu=args.mu)
-    threads = args.threads or anserini.cpu_count()
     tag = args.tag or f"sharedtask-{model.tag()}"
     log.info("task %s, model %s, %d threads, input %s, output %s", task, model.tag(), threads, data, out)
     start = time.monotonic()

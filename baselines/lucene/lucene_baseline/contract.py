@@ -53,6 +53,20 @@ def output_dir(arg: str | None = None) -> Path:
     return Path(arg or os.environ.get("outputDir") or DEFAULT_OUTPUT)
 
 
+def prepare(input_arg: str | None, output_arg: str | None, threads_arg: int = 0) -> tuple[Path, Path, int]:
+    """What every baseline does first: logging, a resolvable host name, its folders, its threads.
+
+    Returns (input folder, output folder (created), thread count).
+    """
+    from lucene_baseline import anserini
+
+    setup_logging()
+    anserini.ensure_resolvable_hostname()
+    data, out = input_dir(input_arg), output_dir(output_arg)
+    out.mkdir(parents=True, exist_ok=True)
+    return data, out, threads_arg or anserini.cpu_count()
+
+
 def _scratch_parent() -> str:
     """The first writable of ``$BASELINE_SCRATCH``, ``/var/tmp``, the system temp folder."""
     for candidate in (os.environ.get("BASELINE_SCRATCH"), "/var/tmp"):
