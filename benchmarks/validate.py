@@ -7,12 +7,14 @@ same Touché-style TREC run (grouped by topic, args.me ids, ties every 7th docum
   trec:  pytrec_eval.parse_run + parse_qrel + RelevanceEvaluator({map, ndcg}).evaluate
   tira:  tira.check_format.check_format(DIR, "run.txt") (size limit lifted, else it stops at 75 MB)
 
-Sizes: small = 100 topics x 1,000 (100k lines), large = 10,000 topics x 1,000 (10M lines).
+Sizes: small = 100 topics x 1,000 (100k lines), medium = 1,000 x 1,000 (1M lines, for
+profiling; not run by default), large = 10,000 topics x 1,000 (10M lines).
 Runs come from `python -m sharedtask.synthetic run` into /work/bench-data (reused).
 Targets (issue 3): large validated in no more time than pytrec_eval's parse+evaluate,
 peak RSS < 400 MB.
 
     .venv/bin/python benchmarks/validate.py [--sizes small large] [--repeat 1] [--skip tira]
+        [--ours-src DIR]   # time another checkout's src/ (e.g. an older commit) as "ours"
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 DATA = Path(os.environ.get("BENCH_DATA", "/work/bench-data"))
-SIZES = {"small": (100, 1000), "large": (10_000, 1000)}
+SIZES = {"small": (100, 1000), "medium": (1000, 1000), "large": (10_000, 1000)}
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -61,13 +63,13 @@ def generate(name: str) -> tuple[Path, Path]:
     return run, qrels
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int, float]:
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, float]:
     """(wall seconds, peak RSS MB, exit code, CPU seconds user+sys) of one process.
 
     CPU time is printed too because the benchmark machine is shared: wall time then
     mostly measures the other tenants."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -77,14 +79,15 @@ def measure(cmd: list[str]) -> tuple[float, float, int, float]:
     return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def best(cmd: list[str], repeat: int) -> tuple[float, float, int, float]:
-    runs = [measure(cmd) for _ in range(repeat)]
+def best(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, int, float]:
+    runs = [measure(cmd, env) for _ in range(repeat)]
     return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2], min(r[3] for r in runs)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--sizes", nargs="+", default=["small", "large"], choices=list(SIZES))
+    ap.add_argument("--ours-src", type=Path, help="src/ folder to import sharedtask from (default: installed)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--skip", nargs="*", default=[], choices=["trec", "tira"])
     args = ap.parse_args()
@@ -94,8 +97,11 @@ def main() -> None:
             lines = SIZES[name][0] * SIZES[name][1]
             mb = run.stat().st_size / 2**20
             print(f"\n== {name}: {lines:,} lines, {mb:,.0f} MB ({run})", flush=True)
+            env = None
+            if args.ours_src is not None:  # PYTHONPATH wins over the editable install
+                env = dict(os.environ, PYTHONPATH=str(args.ours_src.resolve()))
             ours = best([str(BIN / "sharedtask"), "validate", str(run), "--task", "touche-2021-task1", "--json"],
-                        args.repeat)
+                        args.repeat, env)
             print(f"ours  sharedtask validate     {ours[0]:8.2f} s wall {ours[3]:8.2f} s cpu {ours[1]:8.0f} MB"
                   f"  exit {ours[2]}", flush=True)
             results = {"ours": ours}

@@ -2,7 +2,8 @@
 
 A topic's lines are collected (as split columns) while the topic lasts and checked
 here in one go when it ends: whole-column operations (``set``, ``list ==``,
-``map(float)``, one regex over the joined ids) keep the cost per line low.
+``map(float)``, one translate or regex over the joined ids, numpy for ties) keep
+the cost per line low.
 
 How the peers read a ranking (reference/evaluation.md):
 * trec_eval ignores the rank column, sorts by score descending and breaks ties by
