@@ -74,7 +74,7 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
-def column_of(parts: list[str] | tuple[str, ...], index: int) -> int:
+def column_of(parts: Sequence[str], index: int) -> int:
     """1-based column of field ``index``, assuming one separator character between fields."""
     return 1 + sum(len(p) + 1 for p in parts[:index])
 
@@ -326,7 +326,7 @@ def check_ids(
     values: list[str] | tuple[str, ...],
     lines: list[int],
     index: int,
-    rows: list[list[str]],
+    rows: Sequence[Sequence[str]],
 ) -> None:
     """Error for each id not fully matching the task's pattern (reference: the severity rule of issue 3)."""
     if pattern is None or bulk_fullmatch(pattern, values):
@@ -357,20 +357,26 @@ def parse_scores(
     scores: list[str] | tuple[str, ...],
     lines: list[int],
     index: int,
-    rows: list[list[str]],
+    rows: Sequence[Sequence[str]],
 ) -> tuple[list[float | None], bool]:
     """Floats for a topic's score column; None where the score is unusable (reported).
 
     The flag says whether every score was read on the quick path (no None anywhere).
 
     Quick path: ``map(float)`` succeeds, no ``e``/``_``/non-ASCII anywhere and the sum
-    is finite. Otherwise every value is classified on its own.
+    is finite (float sum, else fsum). Otherwise every value is classified on its own.
     """
     try:
         values: list[float | None] = list(map(float, scores))
         joined = "".join(scores)
         if joined.isascii() and "e" not in joined and "E" not in joined and "_" not in joined:
-            total = math.fsum(values)  # type: ignore[arg-type]
+            # A finite sum means every value is finite. The plain float sum takes ~4 us per
+            # 1,000 scores against ~18 us for fsum; fsum (exact partials) decides only when the
+            # plain sum overflows. (They could disagree only for sums within ~1e-13 of the
+            # largest double, where both then still read the values with float().)
+            total = sum(values)  # type: ignore[arg-type]
+            if not math.isfinite(total):
+                total = math.fsum(values)  # type: ignore[arg-type]
             if math.isfinite(total):
                 return values, True
     except (ValueError, OverflowError):
@@ -467,7 +473,7 @@ def parse_ranks(
     ranks: list[str] | tuple[str, ...],
     lines: list[int],
     index: int,
-    rows: list[list[str]],
+    rows: Sequence[Sequence[str]],
 ) -> list[int | None]:
     """Ints for a rank column; None where TIRA's ``int()`` would fail (error).
 

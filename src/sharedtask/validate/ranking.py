@@ -20,7 +20,7 @@ import re
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,21 +36,30 @@ _SHOW = 5  # documents named in one tie message
 
 
 class TopicState:
-    """The lines of one topic seen so far: split columns plus a compact line map."""
+    """The lines of one topic seen so far, as one flat row-major list, plus a compact line map.
 
-    __slots__ = ("topic", "rows", "anchor_idx", "anchor_line")
+    A split line is appended with ``flat.extend(parts)``: the per-line list is freed at
+    once (its memory reused while still in the caches) and the columns are strided
+    slices ``flat[i::ncol]`` when the topic ends, ~6x cheaper than ``zip(*rows)``.
+    """
 
-    def __init__(self, topic: str, first_line: int) -> None:
+    __slots__ = ("topic", "flat", "ncol", "anchor_idx", "anchor_line")
+
+    def __init__(self, topic: str, first_line: int, ncol: int) -> None:
         self.topic = topic
-        self.rows: list[list[str]] = []
+        self.ncol = ncol
+        self.flat: list[str] = []
         # Row k sits on line anchor_line[i] + (k - anchor_idx[i]) for the last anchor i with
         # anchor_idx[i] <= k: one anchor per contiguous stretch of the topic's lines.
         self.anchor_idx: list[int] = [0]
         self.anchor_line: list[int] = [first_line]
 
+    def __len__(self) -> int:
+        return len(self.flat) // self.ncol
+
     def anchor(self, next_line: int) -> None:
         """The next row of this topic will be on ``next_line``."""
-        idx = len(self.rows)
+        idx = len(self)
         if self.anchor_idx[-1] == idx:
             self.anchor_line[-1] = next_line
         else:
@@ -62,13 +71,31 @@ class TopicState:
         return self.anchor_line[i] + (k - self.anchor_idx[i])
 
     def line_numbers(self) -> list[int]:
-        n = len(self.rows)
+        n = len(self)
         out: list[int] = []
         bounds = self.anchor_idx[1:] + [n]
         for start, stop, line in zip(self.anchor_idx, bounds, self.anchor_line):
             if stop > start:
                 out.extend(range(line, line + stop - start))
         return out
+
+
+class FlatRows(Sequence[list[str]]):
+    """Row k of a flat row-major list, built on demand (findings need a whole row for the column)."""
+
+    __slots__ = ("_flat", "_ncol")
+
+    def __init__(self, flat: list[str], ncol: int) -> None:
+        self._flat = flat
+        self._ncol = ncol
+
+    def __len__(self) -> int:
+        return len(self._flat) // self._ncol
+
+    def __getitem__(self, k: int) -> list[str]:  # type: ignore[override]
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self._flat[k * self._ncol : (k + 1) * self._ncol]
 
 
 @dataclass
@@ -100,16 +127,17 @@ def _f32(a: np.ndarray) -> np.ndarray:
 
 def finish_topic(ctx: RankingContext, st: TopicState) -> None:
     """Run every per-topic rule on a complete topic."""
-    rows = st.rows
-    n = len(rows)
+    flat, ncol = st.flat, st.ncol
+    n = len(flat) // ncol
     if n == 0:
         return
+    rows = FlatRows(flat, ncol)
     ctx.depths.append(n)
     ctx.total_rows += n
     out = ctx.out
     lay = ctx.layout
     lines = st.line_numbers()
-    cols = list(zip(*rows))
+    cols = [flat[i::ncol] for i in range(ncol)]
     topic = st.topic
 
     if lay.sep is not None:  # tab separated: an empty field is a column fewer for TIRA and trec_eval
@@ -125,7 +153,7 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
                     line=lines[k],
                     column=column_of(rows[k], i),
                 )
-    docs: tuple[str, ...] | None = cols[lay.doc] if lay.doc is not None else None
+    docs: Sequence[str] | None = cols[lay.doc] if lay.doc is not None else None
     if docs is not None:
         what = "formula id" if lay.post is not None else ("post id" if lay.name.startswith("arqmath") else "docno")
         check_ids(out, "RUN-DOC-ID", what, ctx.patterns.get("formula" if lay.post is not None else "document"),
@@ -149,7 +177,7 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
 
     scores, clean = parse_scores(out, cols[lay.score], lines, lay.score, rows)
     rank_col = cols[lay.rank]
-    if list(rank_col) == rank_strings(n):
+    if rank_col == rank_strings(n):
         ranks: list[int | None] = list(range(1, n + 1))
         in_file_order = True
     else:
@@ -184,13 +212,13 @@ def finish_topic(ctx: RankingContext, st: TopicState) -> None:
                        "formula id {v} is not in the formula index",
                        "the official evaluation cannot map it to a visual id and skips it")
     if ctx.on_topic is not None:
-        ctx.on_topic(topic, rows, scores, lines)
+        ctx.on_topic(topic, list(rows), scores, lines)
 
 
 # ------------------------------------------------------------------------- rules
 
 
-def _duplicates(out: Collector, topic: str, docs: tuple[str, ...], lines: list[int], rows: list[list[str]],
+def _duplicates(out: Collector, topic: str, docs: Sequence[str], lines: list[int], rows: Sequence[Sequence[str]],
                 index: int, what: str) -> None:
     first: dict[str, int] = {}
     for k, d in enumerate(docs):
@@ -211,7 +239,7 @@ def _duplicates(out: Collector, topic: str, docs: tuple[str, ...], lines: list[i
         )
 
 
-def _tira_post_duplicates(out: Collector, topic: str, posts: tuple[str, ...], lines: list[int]) -> None:
+def _tira_post_duplicates(out: Collector, topic: str, posts: Sequence[str], lines: list[int]) -> None:
     counts = Counter(posts)
     repeated = sum(c - 1 for c in counts.values() if c > 1)
     k = next(k for k, p in enumerate(posts) if counts[p] > 1 and posts.index(p) != k)
@@ -225,7 +253,7 @@ def _tira_post_duplicates(out: Collector, topic: str, posts: tuple[str, ...], li
     )
 
 
-def _tags(ctx: RankingContext, tags: tuple[str, ...], lines: list[int], rows: list[list[str]]) -> None:
+def _tags(ctx: RankingContext, tags: Sequence[str], lines: list[int], rows: Sequence[Sequence[str]]) -> None:
     known = ctx.tags
     if len(known) == 1:
         (only,) = known
@@ -363,7 +391,7 @@ def _runs(eq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
 
 
-def _ties_sorted(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
+def _ties_sorted(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int | None],
                  scores: list[float], lines: list[int], has_dups: bool) -> None:
     # numpy is imported here, not at module load: the sandbox runner and the CLI import the
     # validator, and numpy's import costs ~0.1 s CPU. Per topic it is ~5x faster than pure Python.
@@ -397,7 +425,7 @@ def _ties_sorted(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: 
             _float32_finding(ctx, topic, docs, scores, lines, list(range(s0, e0 + 1)))  # type: ignore[arg-type]
 
 
-def _tie_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
+def _tie_finding(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int | None],
                  scores: list[float | None], lines: list[int], members: list[int]) -> None:
     ctx.out.add(
         Severity.WARNING,
@@ -410,7 +438,7 @@ def _tie_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: 
     )
 
 
-def _float32_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], scores: list[float | None],
+def _float32_finding(ctx: RankingContext, topic: str, docs: Sequence[str], scores: list[float | None],
                      lines: list[int], members: list[int]) -> None:
     shown = ", ".join(f"{docs[k]} ({scores[k]!r})" for k in members[:_SHOW])
     order = sorted(members, key=lambda k: docs[k], reverse=True)
@@ -425,7 +453,7 @@ def _float32_finding(ctx: RankingContext, topic: str, docs: tuple[str, ...], sco
     )
 
 
-def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[int | None],
+def _ties(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int | None],
           scores: list[float | None], lines: list[int], clean: bool) -> None:
     out = ctx.out
     idx = range(len(scores)) if clean else [k for k, s in enumerate(scores) if s is not None]
@@ -469,7 +497,7 @@ def _ties(ctx: RankingContext, topic: str, docs: tuple[str, ...], ranks: list[in
         _float32_finding(ctx, topic, docs, scores, lines, members)
 
 
-def _tie_story(docs: tuple[str, ...], ranks: list[int | None], members: list[int], touche: bool) -> str:
+def _tie_story(docs: Sequence[str], ranks: list[int | None], members: list[int], touche: bool) -> str:
     trec = sorted(members, key=lambda k: docs[k], reverse=True)  # strcmp order = code point order of UTF-8
     story = f"trec_eval orders them by docno descending: {_list(docs[k] for k in trec)}"
     if all(ranks[k] is not None for k in members):
@@ -488,7 +516,7 @@ def _list(items: object, limit: int = _SHOW) -> str:
     return shown + (f", ... ({len(values) - limit} more)" if len(values) > limit else "")
 
 
-def _answers(ctx: RankingContext, topic: str, rows: list[list[str]], lines: list[int]) -> None:
+def _answers(ctx: RankingContext, topic: str, rows: Sequence[Sequence[str]], lines: list[int]) -> None:
     """ARQMath-3 Task 3 (reference/tasks-and-formats.md): one answer, <= 1,200 chars, rank 1, $ balance."""
     out = ctx.out
     lay = ctx.layout
@@ -533,7 +561,7 @@ def _answers(ctx: RankingContext, topic: str, rows: list[list[str]], lines: list
         )
 
 
-def _in_collection(out: Collector, code: str, ids: object, values: tuple[str, ...], lines: list[int],
+def _in_collection(out: Collector, code: str, ids: object, values: Sequence[str], lines: list[int],
                    message: str, hint: str) -> None:
     numbers = [int(v) if v.isascii() and v.isdigit() else -1 for v in values]
     missing = ids.missing(numbers)  # type: ignore[attr-defined]
