@@ -91,17 +91,26 @@ def test_image(docker_client, base_image, tmp_path_factory) -> str:
     docker_client.images.remove(tag, force=True)
 
 
+def containers_matching(docker_client, **filters: str) -> list[str]:
+    """Names of containers (running or not) matching the filters.
+
+    The low-level call only lists: ``containers.list`` also inspects each one, which fails
+    with NotFound when the daemon auto-removes a container between the two calls.
+    """
+    return [summary["Names"][0].lstrip("/") for summary in docker_client.api.containers(all=True, filters=filters)]
+
+
 @pytest.fixture(scope="module", autouse=True)
 def no_leftover_containers(docker_client, test_image):
     yield
     # (other people's sandbox runs may be going on: look only at this module's image).
     # tira-run's containers use the daemon's asynchronous auto-remove: give it a moment.
     for _ in range(40):
-        left = docker_client.containers.list(all=True, filters={"ancestor": test_image})
+        left = containers_matching(docker_client, ancestor=test_image)
         if not left:
             break
         time.sleep(0.25)
-    assert not left, f"containers not removed: {[c.name for c in left]}"
+    assert not left, f"containers not removed: {left}"
 
 
 @pytest.fixture()
@@ -272,7 +281,7 @@ def test_writes_outside_the_output_dir_leave_no_trace(docker_client, test_image,
     assert found == [out.request.output_dir / marker]  # only the one in $outputDir
     assert not list(dataset.rglob(marker))
     assert not list(Path("/tmp").glob(marker))
-    assert not docker_client.containers.list(all=True, filters={"id": out.result.container_id})
+    assert not containers_matching(docker_client, id=out.result.container_id)
     overlay = Path("/var/lib/docker/overlay2")
     if os.access(overlay, os.R_OK | os.X_OK):  # the container's layer is gone with it
         hits = subprocess.run(["find", str(overlay), "-maxdepth", "4", "-name", marker],
@@ -309,7 +318,7 @@ def test_ctrl_c_stops_and_removes_the_container(docker_client, test_image, datas
     observer = Interrupt()
     out = sandbox(test_image, dataset, tmp_path, "sleep 120", observer=observer)
     assert out.result.status == INTERRUPTED
-    assert not docker_client.containers.list(all=True, filters={"id": observer.container_id})
+    assert not containers_matching(docker_client, id=observer.container_id)
 
 
 def test_cli_json_and_exit_codes(test_image, dataset, tmp_path):
