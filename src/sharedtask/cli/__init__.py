@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
 from sharedtask import __version__
 from sharedtask.errors import SharedTaskError
+
+# The validator uses numpy only for vector arithmetic, never BLAS; OpenBLAS would still
+# start one thread per core at import (~0.1 s CPU measured with py-spy). Users who set
+# the variable keep their value.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Order here is the order in `sharedtask --help`: the flow of design.md.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
