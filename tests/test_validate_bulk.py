@@ -158,7 +158,7 @@ def test_separator_counts_do_not_depend_on_chunk_size(tmp_path: object, monkeypa
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     path = Path(str(tmp_path)) / "run.txt"
-    rows = [f"1 Q0 {_ID} 1 3 t", "", f"1\tQ0\tS0123abcd-A89ef4568\t2\t2\tt", f"1 Q0 S0123abcd-A89ef4569 3 1 t"]
+    rows = [f"1 Q0 {_ID} 1 3 t", "", "1\tQ0\tS0123abcd-A89ef4568\t2\t2\tt", "1 Q0 S0123abcd-A89ef4569 3 1 t"]
     path.write_bytes("\r\n".join(rows + [""]).encode())
     seen = []
     for size in (7, 40, 1 << 22):

@@ -56,7 +56,7 @@ from typing import Any
 from sharedtask.validate import arqmath, engine
 from sharedtask.validate.fix import FixReport, fix_run
 from sharedtask.validate.model import Collector, RunStats, ValidationResult
-from sharedtask.validate.structure import find_run_file
+from sharedtask.runfile import find_run_file
 from sharedtask.validate.topics import topic_ids
 
 __all__ = [

@@ -204,7 +204,6 @@ def _pass(
 
     def slow(line: str | None, lineno: int) -> TopicState | None:
         """Everything the fast path does not handle; returns the (possibly new) current topic."""
-        nonlocal cur
         if line is None:  # undecodable, already reported
             if cur is not None:
                 cur.anchor(lineno + 1)
@@ -290,7 +289,6 @@ def _pass(
         empty: then every line has exactly ncol non-empty columns. Topics must form contiguous
         groups; the topic switches go through the same code as the line loop.
         """
-        nonlocal cur
         if layout.sep is not None:
             csep = layout.sep
         elif "\t" not in text:

@@ -63,33 +63,6 @@ def _lines_containing(buf: bytes, sep: bytes) -> int:
     return lines - (kept.split(b"\n").count(b"") - 1)  # minus the empty piece after the last newline
 
 
-def find_run_file(path: Path) -> Path:
-    """The run file itself, or ``run.txt`` / ``run.txt.gz`` inside a TIRA output dir.
-
-    Mirrors ``tira.check_format.RunFormat``: both present is an error; otherwise the
-    one that exists.
-    """
-    path = Path(path)
-    if path.is_dir():
-        txt, gz = path / "run.txt", path / "run.txt.gz"
-        if txt.exists() and gz.exists():
-            raise SharedTaskError(
-                f"{path}: contains both run.txt and run.txt.gz",
-                hint="TIRA refuses an output with both: keep exactly one",
-            )
-        for candidate in (txt, gz):
-            if candidate.is_file():
-                return candidate
-        found = sorted(p.name for p in path.iterdir())[:10]
-        raise SharedTaskError(
-            f"{path}: no run.txt or run.txt.gz in this directory (found: {', '.join(found) or 'nothing'})",
-            hint="TIRA looks for $outputDir/run.txt or $outputDir/run.txt.gz",
-        )
-    if path.is_file():
-        return path
-    raise SharedTaskError(f"{path}: no such file or directory")
-
-
 @dataclass
 class ScanState:
     """File-level facts the scanner gathers for the end-of-file findings."""
@@ -198,7 +171,6 @@ class Scanner:
             out.add(severity, code, message.format(byte=byte), hint, line=line, column=column)
 
     def _chunk(self, buf: bytes, first_line: int) -> list[str | None]:
-        out = self.out
         st = self.state
         self.clean_text = None
         clean = True
