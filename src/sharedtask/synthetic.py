@@ -34,7 +34,7 @@ from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import IO, Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -246,15 +246,22 @@ def _write_touche_topics(path: Path, rng: random.Random, vocab: Vocabulary, n: i
         f.write("</topics>\n")
 
 
-def _write_touche_qrels(path: Path, rng: random.Random, docs: list, topics: int) -> None:
-    """reference: ``qid 0 docid rel``, space separated, 2020 scale {-2, 0..5}."""
+def _write_qrels(path: Path, rng: random.Random, docs: list, topics: int,
+                 line: Callable[[int, str, random.Random], str]) -> None:
+    """Split the judged documents evenly over the topics; ``line(t, doc, rng)`` formats one row."""
     path.parent.mkdir(parents=True, exist_ok=True)
     rng.shuffle(docs)
     per_topic = max(1, len(docs) // topics)
     with path.open("w", encoding="utf-8", newline="") as f:
         for t in range(topics):
             for doc in sorted(docs[t * per_topic:(t + 1) * per_topic]):
-                f.write(f"{t + 1} 0 {doc} {rng.choice((-2, 0, 0, 0, 1, 1, 2, 3, 4, 5))}\n")
+                f.write(line(t, doc, rng))
+
+
+def _write_touche_qrels(path: Path, rng: random.Random, docs: list, topics: int) -> None:
+    """reference: ``qid 0 docid rel``, space separated, 2020 scale {-2, 0..5}."""
+    _write_qrels(path, rng, docs, topics,
+                 lambda t, doc, r: f"{t + 1} 0 {doc} {r.choice((-2, 0, 0, 0, 1, 1, 2, 3, 4, 5))}\n")
 
 
 # ------------------------------------------------------------------------------- ARQMath
@@ -463,13 +470,8 @@ def _write_arqmath_topics(path: Path, rng: random.Random, vocab: Vocabulary, poo
 
 def _write_arqmath_qrels(path: Path, rng: random.Random, docs: list, topics: int) -> None:
     """reference: 'topic 0 id rel', tab separated, CRLF, 0..3."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rng.shuffle(docs)
-    per_topic = max(1, len(docs) // topics)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        for t in range(topics):
-            for doc in sorted(docs[t * per_topic:(t + 1) * per_topic]):
-                f.write(f"A.{301 + t}\t0\t{doc}\t{rng.choice((0, 0, 1, 1, 2, 3))}\r\n")
+    _write_qrels(path, rng, docs, topics,
+                 lambda t, doc, r: f"A.{301 + t}\t0\t{doc}\t{r.choice((0, 0, 1, 1, 2, 3))}\r\n")
 
 
 # ------------------------------------------------------------------------------- runs
