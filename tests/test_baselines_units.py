@@ -98,6 +98,41 @@ def test_arqmath_conversion_adds_question_title_even_when_answer_comes_first(tmp
     assert not list(tmp_path.glob("answers-before-question*"))
 
 
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_arqmath_conversion_in_worker_processes_keeps_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          workers: int) -> None:
+    # Small batches, so that several are in flight at once and have to come back in order.
+    monkeypatch.setattr(arqmath, "BATCH", 3)
+    rows = ['  <row Id="1" PostTypeId="1" Score="2" Title="Sums $a+b$" Body="q" Tags="&lt;x&gt;" />']
+    rows += [f'  <row Id="{i}" PostTypeId="2" ParentId="1" Score="0" Body="answer {i} &lt;b&gt;$x_{i}$&lt;/b&gt;" />'
+             for i in range(2, 40)]
+    posts = tmp_path / "Posts.xml"
+    posts.write_text('<?xml version="1.0" encoding="utf-8"?>\n<posts>\n' + "\n".join(rows) + "\n</posts>\n",
+                     encoding="utf-8")
+    with ShardedJsonl(tmp_path / "jsonl", 2) as out:
+        assert arqmath.convert_posts(posts, out, tmp_path, workers=workers) == 38
+    docs = [json.loads(x) for name in ("docs-00.jsonl", "docs-01.jsonl")
+            for x in (tmp_path / "jsonl" / name).read_text().splitlines()]
+    # round robin: even positions in shard 0, odd ones in shard 1
+    expected = [{"id": str(i), "contents": f"Sums a plus b answer {i} x sub {i}"} for i in range(2, 40)]
+    assert docs == expected[0::2] + expected[1::2]
+
+
+def test_ordered_map_bounds_what_is_in_flight() -> None:
+    from lucene_baseline.parallel import ordered_map
+    pulled = []
+
+    def items():
+        for i in range(20):
+            pulled.append(i)
+            yield i
+
+    results = ordered_map(abs, items(), workers=1, window=3)
+    assert next(results) == 0
+    assert len(pulled) == 3  # the reader stays at most `window` items ahead
+    assert list(results) == list(range(1, 20))
+
+
 # ---------------------------------------------------------------- Anserini glue
 
 

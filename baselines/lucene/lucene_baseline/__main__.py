@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             queries = list(touche.queries(data))
         else:
             posts = arqmath.posts_file(data)
-            index = build_index(work, threads, lambda sink: arqmath.convert_posts(posts, sink, work))
+            index = build_index(work, threads, lambda sink: arqmath.convert_posts(posts, sink, work, workers=threads - 1))
             queries = list(arqmath.queries(arqmath.read_topics(data)))
         by_topic = search(index, work, queries, model, args.hits, threads, tag)
     rows = (RunRow(topic, hit.docid, hit.rank, float(hit.score), tag, 0)

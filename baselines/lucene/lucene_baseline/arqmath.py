@@ -5,7 +5,8 @@ official ARQMath text baselines did the same: an answer alone often does not
 restate what is asked). Queries are a topic's title plus its question body.
 Formulae become LaTeX tokens in both (:mod:`lucene_baseline.mathtext`).
 
-One streaming pass over Posts.xml keeps only a compact question-id -> title map;
+One streaming pass over Posts.xml keeps only a compact question-id -> title map
+(answer bodies are converted in worker processes while the parser reads on);
 answers met before their question (not the case in the official dumps, which are
 sorted by Id, but possible elsewhere) wait in a spill file and are written at the end.
 """
@@ -16,15 +17,18 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from sharedtask.formats.arqmath import Answer, ArqmathTopic, read_arqmath_topics, read_posts
 
-from lucene_baseline.jsonl import ShardedJsonl, clean_query
+from lucene_baseline.jsonl import ShardedJsonl, clean_query, json_line
 from lucene_baseline.mathtext import html_to_index_text
+from lucene_baseline.parallel import ordered_map
 
 log = logging.getLogger("baseline")
 
 PROGRESS_EVERY = 200_000
+BATCH = 1_000  # answers per task sent to a worker: large enough to pay for the pickling
 
 
 def posts_file(input_dir: Path) -> Path:
@@ -35,32 +39,55 @@ def posts_file(input_dir: Path) -> Path:
     raise FileNotFoundError(f"no Posts.xml in {input_dir}")
 
 
-def convert_posts(posts: Path, out: ShardedJsonl, spill_dir: Path) -> int:
-    """Write every answer as ``title + body`` tokens; returns the number of answers."""
+def encode_answers(batch: list[tuple[str, str, str]]) -> list[str]:
+    """``(answer id, converted question title, answer HTML)`` -> JsonCollection lines."""
+    return [json_line(answer_id, f"{title} {html_to_index_text(body)}") for answer_id, title, body in batch]
+
+
+def convert_posts(posts: Path, out: ShardedJsonl, spill_dir: Path, workers: int = 0) -> int:
+    """Write every answer as ``title + body`` tokens; returns the number of answers.
+
+    This process parses the XML and converts the (short) question titles; ``workers``
+    other processes convert the answer bodies, the costly part (0: all in this one).
+    """
     titles: dict[str, str] = {}
     spill_path = spill_dir / "answers-before-question.jsonl"
     spilled = 0
-    with open(spill_path, "w", encoding="utf-8") as spill:
+
+    def answer_batches(spill: IO[str]) -> Iterator[list[tuple[str, str, str]]]:
+        nonlocal spilled
+        batch: list[tuple[str, str, str]] = []
         for post in read_posts(posts):
             if isinstance(post, Answer):
-                body = html_to_index_text(post.body)
                 title = titles.get(post.parent_id)
                 if title is None:
-                    spill.write(json.dumps([post.id, post.parent_id, body]) + "\n")
+                    spill.write(json.dumps([post.id, post.parent_id, post.body]) + "\n")
                     spilled += 1
-                else:
-                    out.write(post.id, f"{title} {body}")
-                if out.count and out.count % PROGRESS_EVERY == 0:
-                    log.info("converted %d answers", out.count)
+                    continue
+                batch.append((post.id, title, post.body))
+                if len(batch) == BATCH:
+                    yield batch
+                    batch = []
             else:
                 titles[post.id] = html_to_index_text(post.title)
+        if batch:
+            yield batch
+
+    next_report = PROGRESS_EVERY
+    with open(spill_path, "w", encoding="utf-8") as spill:
+        for lines in ordered_map(encode_answers, answer_batches(spill), workers):
+            for line in lines:
+                out.write_line(line)
+            if out.count >= next_report:
+                log.info("converted %d answers", out.count)
+                next_report += PROGRESS_EVERY
     if spilled:
         log.info("%d answers came before their question: adding them now", spilled)
         with open(spill_path, encoding="utf-8") as spill:
             for line in spill:
                 answer_id, parent_id, body = json.loads(line)
                 title = titles.get(parent_id, "")
-                out.write(answer_id, f"{title} {body}".strip())
+                out.write(answer_id, f"{title} {html_to_index_text(body)}".strip())
     spill_path.unlink()
     return out.count
 

@@ -15,6 +15,11 @@ from typing import IO
 _dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
+def json_line(doc_id: str, contents: str) -> str:
+    """One JsonCollection document, newline included."""
+    return _dumps({"id": doc_id, "contents": contents}) + "\n"
+
+
 class ShardedJsonl:
     """Writes documents round-robin into ``dir/docs-NN.jsonl``; counts them."""
 
@@ -28,8 +33,11 @@ class ShardedJsonl:
         self.count = 0
 
     def write(self, doc_id: str, contents: str) -> None:
-        self._files[self.count % len(self._files)].write(
-            _dumps({"id": doc_id, "contents": contents}) + "\n")
+        self.write_line(json_line(doc_id, contents))
+
+    def write_line(self, line: str) -> None:
+        """One document already encoded by :func:`json_line` (e.g. in a worker process)."""
+        self._files[self.count % len(self._files)].write(line)
         self.count += 1
 
     def close(self) -> None:
