@@ -1,9 +1,10 @@
 """Benchmark the Lucene baseline image on full-size synthetic corpora.
 
     python benchmarks/baselines.py [--argsme DIR] [--arqmath DIR] [--cpus 2] [--memory 4g]
+        [--image IMAGE ...]   # e.g. an image built from an older commit, to compare in one run
 
-Runs ``sharedtask/baseline-lucene:latest`` (build it first, e.g. via
-``pytest -m docker tests/test_baselines_docker.py`` or ``docker build``) in the
+Builds ``sharedtask/baseline-lucene:latest`` from this checkout when it is out of date
+(the image of ``tira.yml``'s ``lucene-bm25``), then runs it (and every other ``--image``) in the
 sandbox (no network, read-only input, ``--cpus`` cores) on
 
 * Touché: the full-size synthetic args.me corpus (387,740 arguments, 50 topics x 1,000),
@@ -29,7 +30,6 @@ from pathlib import Path
 
 from sharedtask.sandbox.api import run as sandbox_run
 
-IMAGE = "sharedtask/baseline-lucene:latest"
 BENCH = Path("/work/bench-data")
 
 _OURS = {
@@ -66,10 +66,25 @@ def anserini_indexing_seconds(log: str) -> float | None:
     return (last - first).total_seconds() if first and last else None
 
 
-def bench(label: str, task: str, input_dir: Path, command: str, cpus: float, memory: str | None) -> None:
+def current_image() -> str:
+    """The Lucene baseline image of this checkout, rebuilt when its context changed."""
+    from sharedtask.cli.baseline import build_software
+    from sharedtask.demo import with_parents
+    from sharedtask.manifest import load_manifest
+
+    manifest = load_manifest()
+    target = manifest.software("lucene-bm25")
+    for sw in with_parents([target], manifest):
+        build_software(sw)
+    return target.image
+
+
+def bench(label: str, image: str, task: str, input_dir: Path, command: str, cpus: float,
+          memory: str | None) -> None:
+    label = f"{label} [{image}]"
     with tempfile.TemporaryDirectory(prefix="bench-baseline-") as tmp:
         out = Path(tmp) / "output"
-        outcome = sandbox_run(task, IMAGE, command=command, input_dir=input_dir, output_dir=out,
+        outcome = sandbox_run(task, image, command=command, input_dir=input_dir, output_dir=out,
                               record_dir=Path(tmp) / "record", cpus=cpus, memory=memory,
                               timeout="2h", max_output="4g", validate=False)
         result = outcome.result
@@ -108,15 +123,20 @@ def main() -> int:
     p.add_argument("--memory", default=None, help="memory limit (default: the task's sandbox limit)")
     p.add_argument("--skip-touche", action="store_true")
     p.add_argument("--skip-arqmath", action="store_true")
+    p.add_argument("--image", action="append", default=[],
+                   help="also benchmark this image (same command), e.g. one built from an older commit")
     args = p.parse_args()
+    images = [current_image(), *args.image]
     if not args.skip_touche:
         data = ensure_corpus("argsme", args.argsme, 0)
-        bench("Touché BM25, full args.me", "touche-2020-task1", data,
-              "python -m lucene_baseline --model bm25", args.cpus, args.memory)
+        for image in images:
+            bench("Touché BM25, full args.me", image, "touche-2020-task1", data,
+                  "python -m lucene_baseline --model bm25", args.cpus, args.memory)
     if not args.skip_arqmath:
         data = ensure_corpus("arqmath", args.arqmath, args.answers)
-        bench(f"ARQMath Task 1 BM25, {args.answers:,} answers", "arqmath-3-task1", data,
-              "python -m lucene_baseline --model bm25", args.cpus, args.memory)
+        for image in images:
+            bench(f"ARQMath Task 1 BM25, {args.answers:,} answers", image, "arqmath-3-task1", data,
+                  "python -m lucene_baseline --model bm25", args.cpus, args.memory)
     return 0
 
 

@@ -81,6 +81,31 @@ def test_touche_conversion_indexes_conclusion_and_premises(tmp_path: Path) -> No
     assert doc == {"id": "Sabcdef01-A01234567", "contents": "Tenure is bad Teachers relax. Costs rise."}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_touche_conversion_in_ranges_writes_every_argument_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                workers: int) -> None:
+    from sharedtask.formats import argsme
+    monkeypatch.setattr(argsme, "MIN_SPLIT_BYTES", 0)  # split even these small files
+    data = tmp_path / "in"
+    data.mkdir()
+    expected = {}
+    for f, name in enumerate(("debateorg", "debatepedia", "debatewise", "idebate", "parliamentary")):
+        args = []
+        for i in range(f * 10, f * 10 + 9):
+            arg_id = f"S{i:08d}-A{i:08d}"
+            args.append({"premises": [{"text": f"premise }}, {{\"id\": {i}", "stance": "PRO"}],
+                         "context": {"sourceId": str(i)}, "id": arg_id, "conclusion": f"claim {i} é"})
+            expected[arg_id] = f"claim {i} é premise }}, {{\"id\": {i}"
+        (data / f"{name}.json").write_text(json.dumps({"arguments": args}, indent=1), encoding="utf-8")
+    with ShardedJsonl(tmp_path / "jsonl", 2) as out:
+        assert touche.convert_corpus(data, out, workers=workers) == 45
+    files = sorted((tmp_path / "jsonl").glob("*.jsonl"))
+    assert len(files) == 5 * workers  # every file cut into `workers` ranges; no empty shards left
+    docs = [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(docs) == 45
+    assert {d["id"]: d["contents"] for d in docs} == expected
+
+
 def test_arqmath_conversion_adds_question_title_even_when_answer_comes_first(tmp_path: Path) -> None:
     posts = tmp_path / "Posts.xml"
     posts.write_text(

@@ -101,3 +101,70 @@ def test_gzip(tmp_path: Path) -> None:
     gz = tmp_path / "idebate.json.gz"
     gz.write_bytes(gzip.compress((ARGS / "idebate.json").read_bytes()))
     assert [a.id for a in read_argsme(gz)] == ["S0000000c-A0000000c", "S0000000c-A0000000d"]
+
+
+# ------------------------------------------------------------------ reading one file in parts
+
+
+def _tricky_corpus(n: int, indent: int | None) -> dict:
+    """Arguments whose strings hold what a boundary looks like: `}, {"`, quotes, backslashes."""
+    return {"arguments": [{
+        "premises": [{"text": f'premise {i} ends with }}, {{"id": "fake", "conclusion": "x"}} \\', "stance": "PRO"},
+                     {"text": f"second premise of {i} \u00e9\u2013\U0001F600", "stance": "CON"}],
+        "context": {"sourceId": f"s{i}", "aspects": [{"name": "a", "weight": 1}]},
+        "id": f"S{i:04d}-A{i:04d}",
+        "conclusion": f"conclusion {i}: {{\"not\": \"an argument\"}}",
+    } for i in range(n)]}
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_ranges_together_read_like_the_whole_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  indent: int | None, parts: int) -> None:
+    monkeypatch.setattr(argsme, "MIN_SPLIT_BYTES", 0)
+    path = tmp_path / "debateorg.json"
+    doc = _tricky_corpus(50, indent)
+    path.write_text(json.dumps(doc, indent=indent, ensure_ascii=False), encoding="utf-8")
+    ranges = argsme.split_argsme(path, parts)
+    assert len(ranges) == parts
+    read = [a for r in ranges for a in argsme.read_argsme_range(r)]
+    # independent expectation: the json module's reading of the same file
+    assert [a.id for a in read] == [a["id"] for a in doc["arguments"]]
+    assert [a.premises[0].text for a in read] == [a["premises"][0]["text"] for a in doc["arguments"]]
+    assert all(len(list(argsme.read_argsme_range(r))) > 0 for r in ranges)
+
+
+def test_small_and_gzipped_files_stay_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "debateorg.json"
+    path.write_text(json.dumps(_tricky_corpus(5, None)), encoding="utf-8")
+    assert argsme.split_argsme(path, 2) == [argsme.ArgsmeRange(path, 0, None)]  # under MIN_SPLIT_BYTES
+    monkeypatch.setattr(argsme, "MIN_SPLIT_BYTES", 0)
+    packed = tmp_path / "debateorg.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert argsme.split_argsme(packed, 2) == [argsme.ArgsmeRange(packed, 0, None)]
+
+
+def test_error_in_a_later_range_names_the_files_own_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(argsme, "MIN_SPLIT_BYTES", 0)
+    text = json.dumps(_tricky_corpus(20, None), indent=1, ensure_ascii=False)
+    lines = text.split("\n")
+    # break argument 17's premises (a string instead of a list of objects), far into the second half
+    target = max(i for i, line in enumerate(lines) if '"id": "S0017-A0017"' in line)
+    bad_at = next(i for i in range(target, 0, -1) if lines[i].strip() == '"premises": [')
+    lines[bad_at] = '  "premises": 5,'
+    # drop the now-orphaned premise list up to its closing bracket
+    end = next(i for i in range(bad_at + 1, len(lines)) if lines[i].strip() == "],")
+    del lines[bad_at + 1:end + 1]
+    path = tmp_path / "debateorg.json"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(FormatError) as whole:
+        list(read_argsme(path))
+    ranges = argsme.split_argsme(path, 2)
+    assert len(ranges) == 2 and ranges[1].start < path.read_text().index("S0017-A0017")
+    with pytest.raises(FormatError) as part:
+        for r in ranges:
+            list(argsme.read_argsme_range(r))
+    assert whole.value.location.line is not None
+    assert part.value.location.line == whole.value.location.line
+    assert part.value.location.column == whole.value.location.column
+    assert "S0017-A0017" in str(part.value) and "part from byte" in str(part.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class SharedTaskError(Exception):
@@ -63,6 +64,17 @@ class FormatError(SharedTaskError):
         self.location = Location(str(path), line, column, record)
         self.detail = message
         super().__init__(f"{self.location}: {message}", hint)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Keyword-only arguments: the default pickling (``cls(*args)``) cannot rebuild
+        # this, and errors of a reader in a worker process must arrive whole.
+        loc = self.location
+        return _format_error, (loc.path, self.detail, loc.line, loc.column, loc.record, self.hint)
+
+
+def _format_error(path: str, message: str, line: int | None, column: int | None, record: str | None,
+                  hint: str | None) -> FormatError:
+    return FormatError(path, message, line=line, column=column, record=record, hint=hint)
 
 
 class SpecError(SharedTaskError):

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     with scratch_dir(args.work) as work:
         if task == "touche":
-            index = build_index(work, threads, lambda sink: touche.convert_corpus(data, sink))
+            index = build_index(work, threads, lambda sink: touche.convert_corpus(data, sink, workers=threads))
             queries = list(touche.queries(data))
         else:
             posts = arqmath.posts_file(data)

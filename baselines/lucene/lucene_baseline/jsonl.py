@@ -7,6 +7,7 @@ core only.
 
 from __future__ import annotations
 
+import os
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from types import TracebackType
@@ -43,9 +44,15 @@ class ShardedJsonl:
         self._files[self.count % len(self._files)].write(line)
         self.count += 1
 
+    def adopt(self, count: int) -> None:
+        """Count documents another process wrote into a ``*.jsonl`` file of its own in this folder."""
+        self.count += count
+
     def close(self) -> None:
         for handle in self._files:
             handle.close()
+            if os.path.getsize(handle.name) == 0:  # unused shard (documents came from adopted files)
+                os.unlink(handle.name)
 
     def __enter__(self) -> ShardedJsonl:
         return self

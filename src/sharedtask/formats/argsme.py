@@ -10,14 +10,16 @@ the chunk size plus the largest single argument.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from sharedtask.errors import FormatError
-from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, open_text
+from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, is_gzip, open_text
 
 #: The five corpus files of args.me 2020-04-01, in the order they are read.
 ARGSME_FILES: tuple[str, ...] = (
@@ -163,36 +165,40 @@ def _argument(obj: Any, win: _Window, start: int, n: int) -> Argument:
 def read_argsme(path: PathLike) -> Iterator[Argument]:
     """Stream the arguments of one args.me JSON file (``.gz`` works too)."""
     with open_text(path) as f:
-        win = _Window(f, path)
-        try:
-            win.expect("{", "a JSON object `{\"arguments\": [...]}`")
-            found = False
-            if win.peek() == "}":
-                win.pos += 1
-            else:
-                while True:
-                    if win.peek() != '"':
-                        raise win.error("expected a key string")
-                    key = win.value()
-                    win.expect(":", "':' after a key")
-                    if key == "arguments":
-                        found = True
-                        yield from _arguments(win)
-                    else:
-                        win.value()  # skip unknown top-level members
-                    c = win.peek()
-                    if c == ",":
-                        win.pos += 1
-                        continue
-                    win.expect("}", "',' or '}' after a top-level member")
-                    break
-            if win.peek() is not None:
-                raise win.error("unexpected data after the top-level object")
-            if not found:
-                raise FormatError(path, 'no "arguments" array in this file',
-                                  hint='args.me files are {"arguments": [...]}')
-        except DECODE_ERRORS as exc:
-            raise decode_error(path, exc) from None
+        yield from _read_stream(f, path)
+
+
+def _read_stream(f: IO[str], path: PathLike) -> Iterator[Argument]:
+    win = _Window(f, path)
+    try:
+        win.expect("{", "a JSON object `{\"arguments\": [...]}`")
+        found = False
+        if win.peek() == "}":
+            win.pos += 1
+        else:
+            while True:
+                if win.peek() != '"':
+                    raise win.error("expected a key string")
+                key = win.value()
+                win.expect(":", "':' after a key")
+                if key == "arguments":
+                    found = True
+                    yield from _arguments(win)
+                else:
+                    win.value()  # skip unknown top-level members
+                c = win.peek()
+                if c == ",":
+                    win.pos += 1
+                    continue
+                win.expect("}", "',' or '}' after a top-level member")
+                break
+        if win.peek() is not None:
+            raise win.error("unexpected data after the top-level object")
+        if not found:
+            raise FormatError(path, 'no "arguments" array in this file',
+                              hint='args.me files are {"arguments": [...]}')
+    except DECODE_ERRORS as exc:
+        raise decode_error(path, exc) from None
 
 
 def _arguments(win: _Window) -> Iterator[Argument]:
@@ -242,3 +248,183 @@ def read_argsme_dir(directory: PathLike) -> Iterator[Argument]:
     """Stream all arguments of the five args.me files in a fixed order."""
     for path in argsme_files(directory):
         yield from read_argsme(path)
+
+
+# ------------------------------------------------------------------ reading one file in parts
+#
+# debateorg.json is 87 % of the corpus, so reading the files in parallel gains little;
+# reading one file in parts does. A part starts at a top-level argument: an argument
+# object is preceded by ``}`` ``,`` and begins with ``{"``; inside a JSON string a quote
+# is always escaped, so ``{`` directly followed (after blanks) by ``"`` is never string
+# content (RFC 8259, section 7). Nested objects (premises, context) match the same
+# pattern, so a candidate counts only when the object there decodes and has the keys of
+# an argument and is followed by ``,`` or ``]``.
+
+#: Files smaller than this are read whole: splitting them saves less than it costs.
+MIN_SPLIT_BYTES = 64 << 20
+#: How far past the wanted offset a part boundary is looked for before giving up.
+SPLIT_SEARCH_BYTES = 64 << 20
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*(\{)[ \t\r\n]*\"")
+_PART_PREFIX = b'{"arguments": ['
+_PART_SUFFIX = b"]}"
+
+
+class ArgsmeRange(NamedTuple):
+    """A byte range of an args.me file holding whole arguments (see :func:`split_argsme`)."""
+
+    path: Path
+    start: int  # 0, or the offset of the ``{`` of the range's first argument
+    end: int | None  # None (to the end), or the offset just after its last argument's ``}``
+
+
+def split_argsme(path: PathLike, parts: int) -> list[ArgsmeRange]:
+    """Cut one args.me file into up to ``parts`` ranges of whole arguments, near-equal in bytes.
+
+    Gzipped and small files, and files where no boundary is found, stay in one range.
+    Reading every range with :func:`read_argsme_range` yields exactly the arguments
+    of :func:`read_argsme`, in the same order.
+    """
+    path = Path(path)
+    whole = [ArgsmeRange(path, 0, None)]
+    if parts < 2 or is_gzip(path):
+        return whole
+    size = os.path.getsize(path)
+    if size < MIN_SPLIT_BYTES:
+        return whole
+    cuts: list[tuple[int, int]] = []
+    with open(path, "rb") as f:
+        for k in range(1, parts):
+            after = max(size * k // parts, cuts[-1][1] + 1 if cuts else 0)
+            found = _boundary_after(f, after, size)
+            if found is None:
+                break
+            cuts.append(found)
+    if not cuts:
+        return whole
+    ranges, start = [], 0
+    for cut, next_start in cuts:
+        ranges.append(ArgsmeRange(path, start, cut))
+        start = next_start
+    ranges.append(ArgsmeRange(path, start, None))
+    return ranges
+
+
+def _boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
+    """``(end of the previous argument, start of the next)`` of the first boundary at or after ``offset``."""
+    pos = offset
+    while pos < min(size, offset + SPLIT_SEARCH_BYTES):
+        f.seek(pos)
+        block = f.read(1 << 20)
+        if not block:
+            return None
+        for m in _BOUNDARY.finditer(block):
+            start = pos + m.start(1)
+            if _argument_starts_at(f, start):
+                return pos + m.start() + 1, start
+        pos += max(1, len(block) - 64)  # overlap: a boundary may straddle two blocks
+    return None
+
+
+def _argument_starts_at(f: IO[bytes], start: int) -> bool:
+    """Whether a whole argument object, followed by ``,`` or ``]``, starts at byte ``start``."""
+    window = 1 << 20
+    while True:
+        f.seek(start)
+        data = f.read(window)
+        text = data.decode("utf-8", errors="replace")
+        try:
+            obj, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(text) - 16 and len(data) == window and window < MAX_ARGUMENT_CHARS:
+                window *= 4
+                continue
+            return False
+        rest = text[end:end + 4096].lstrip(" \t\r\n")
+        if not rest and len(data) == window and window < MAX_ARGUMENT_CHARS:
+            window *= 4
+            continue
+        return (type(obj) is dict and type(obj.get("id")) is str and "conclusion" in obj
+                and "premises" in obj and rest[:1] in (",", "]"))
+
+
+class _Spliced(io.RawIOBase):
+    """``prefix + file[start:end] + suffix`` as one binary stream."""
+
+    def __init__(self, path: Path, start: int, end: int | None, prefix: bytes, suffix: bytes) -> None:
+        self._f = open(path, "rb")
+        self._f.seek(start)
+        self._left = None if end is None else end - start
+        self._pieces = [prefix]
+        self._suffix = suffix
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        while self._pieces and not self._pieces[0]:
+            self._pieces.pop(0)
+        if self._pieces:
+            piece = self._pieces[0]
+            n = min(len(view), len(piece))
+            view[:n] = piece[:n]
+            self._pieces[0] = piece[n:]
+            return n
+        if self._f is not None:
+            want = len(view) if self._left is None else min(len(view), self._left)
+            n = self._f.readinto(view[:want]) if want else 0
+            if n:
+                if self._left is not None:
+                    self._left -= n
+                return n
+            self._f.close()
+            self._f = None
+            self._pieces = [self._suffix]
+            return self.readinto(buffer)
+        return 0
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+        super().close()
+
+
+def read_argsme_range(part: ArgsmeRange) -> Iterator[Argument]:
+    """Stream the arguments of one range of :func:`split_argsme` (errors name the file's own lines)."""
+    path, start, end = part
+    prefix = _PART_PREFIX if start else b""
+    raw = _Spliced(path, start, end, prefix, _PART_SUFFIX if end is not None else b"")
+    with io.TextIOWrapper(io.BufferedReader(raw, 1 << 20), encoding="utf-8-sig", newline="") as f:
+        try:
+            yield from _read_stream(f, path)
+        except FormatError as exc:
+            if not start:
+                raise
+            raise _shifted(exc, path, start, len(prefix)) from None
+
+
+def _shifted(exc: FormatError, path: Path, start: int, prefix_chars: int) -> FormatError:
+    """An error of a range re-addressed to the whole file's lines and columns."""
+    loc = exc.location
+    line, column = loc.line, loc.column
+    if line is not None:
+        newlines, line_start = 0, 0
+        with open(path, "rb") as f:  # in chunks: the range may start 500 MB into the file
+            offset = 0
+            while offset < start:
+                chunk = f.read(min(1 << 24, start - offset))
+                if not chunk:
+                    break
+                newlines += chunk.count(b"\n")
+                last = chunk.rfind(b"\n")
+                if last >= 0:
+                    line_start = offset + last + 1
+                offset += len(chunk)
+            if line == 1 and column is not None:
+                f.seek(line_start)
+                before = f.read(start - line_start).decode("utf-8", errors="replace")
+                column = len(before) + column - prefix_chars
+        line += newlines
+    record = f"{loc.record} of the part from byte {start:,}" if loc.record else None
+    return FormatError(path, exc.detail, line=line, column=column, record=record, hint=exc.hint)
