@@ -97,6 +97,25 @@ def test_malformed(name: str, line: int | None, record: str | None, words: str) 
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["argsme-bad-premises.json", "argsme-missing-comma.json", "argsme-syntax.json",
+                                  "argsme-truncated.json"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_error_lines_do_not_depend_on_the_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 name: str, gz: bool) -> None:
+    # Lines of text the window has dropped are counted again only for the error message.
+    path = BAD / name
+    if gz:
+        path = tmp_path / (name + ".gz")
+        path.write_bytes(gzip.compress((BAD / name).read_bytes()))
+    with pytest.raises(FormatError) as big:
+        list(read_argsme(path))
+    monkeypatch.setattr(argsme, "CHUNK_CHARS", 5)
+    with pytest.raises(FormatError) as tiny:
+        list(read_argsme(path))
+    assert big.value.location.line is not None
+    assert (tiny.value.location, tiny.value.detail) == (big.value.location, big.value.detail)
+
+
 def test_gzip(tmp_path: Path) -> None:
     gz = tmp_path / "idebate.json.gz"
     gz.write_bytes(gzip.compress((ARGS / "idebate.json").read_bytes()))

@@ -14,7 +14,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -57,11 +57,16 @@ _DECODER = json.JSONDecoder(strict=False)  # lenient: raw control characters ins
 
 
 class _Window:
-    """A sliding window over a text stream that knows line numbers of what it dropped."""
+    """A sliding window over a text stream that knows line numbers of what it dropped.
 
-    __slots__ = ("f", "path", "buf", "pos", "dropped_chars", "dropped_lines", "eof")
+    Lines of dropped text are counted only when an error needs them, by reading the
+    stream again from ``reopen()`` (counting every chunk cost about a tenth of the
+    reading time); without ``reopen`` they are counted as the window slides.
+    """
 
-    def __init__(self, f: IO[str], path: PathLike) -> None:
+    __slots__ = ("f", "path", "buf", "pos", "dropped_chars", "dropped_lines", "eof", "reopen")
+
+    def __init__(self, f: IO[str], path: PathLike, reopen: Callable[[], IO[str]] | None = None) -> None:
         self.f = f
         self.path = path
         self.buf = ""
@@ -69,6 +74,7 @@ class _Window:
         self.dropped_chars = 0
         self.dropped_lines = 0
         self.eof = False
+        self.reopen = reopen
 
     def fill(self) -> bool:
         """Drop what was consumed, append one chunk; False at end of file."""
@@ -80,11 +86,25 @@ class _Window:
             return False
         buf, pos = self.buf, self.pos
         if pos:
-            self.dropped_lines += buf.count("\n", 0, pos)
+            if self.reopen is None:
+                self.dropped_lines += buf.count("\n", 0, pos)
             self.dropped_chars += pos
         self.buf = buf[pos:] + chunk
         self.pos = 0
         return True
+
+    def _lines_dropped(self) -> int:
+        if self.reopen is None or not self.dropped_chars:
+            return self.dropped_lines
+        lines, left = 0, self.dropped_chars
+        with self.reopen() as again:
+            while left:
+                chunk = again.read(min(left, 1 << 24))
+                if not chunk:
+                    break
+                lines += chunk.count("\n")
+                left -= len(chunk)
+        return lines
 
     def peek(self) -> str | None:
         """The next non-whitespace character (not consumed), or None at end of file."""
@@ -97,7 +117,7 @@ class _Window:
 
     def where(self, pos: int) -> tuple[int, int]:
         """1-based (line, column) of a position in the window."""
-        line = self.dropped_lines + self.buf.count("\n", 0, pos) + 1
+        line = self._lines_dropped() + self.buf.count("\n", 0, pos) + 1
         return line, pos - self.buf.rfind("\n", 0, pos)
 
     def error(self, message: str, pos: int | None = None, record: str | None = None,
@@ -165,11 +185,11 @@ def _argument(obj: Any, win: _Window, start: int, n: int) -> Argument:
 def read_argsme(path: PathLike) -> Iterator[Argument]:
     """Stream the arguments of one args.me JSON file (``.gz`` works too)."""
     with open_text(path) as f:
-        yield from _read_stream(f, path)
+        yield from _read_stream(f, path, lambda: open_text(path))
 
 
-def _read_stream(f: IO[str], path: PathLike) -> Iterator[Argument]:
-    win = _Window(f, path)
+def _read_stream(f: IO[str], path: PathLike, reopen: Callable[[], IO[str]] | None = None) -> Iterator[Argument]:
+    win = _Window(f, path, reopen)
     try:
         win.expect("{", "a JSON object `{\"arguments\": [...]}`")
         found = False
@@ -394,10 +414,14 @@ def read_argsme_range(part: ArgsmeRange) -> Iterator[Argument]:
     """Stream the arguments of one range of :func:`split_argsme` (errors name the file's own lines)."""
     path, start, end = part
     prefix = _PART_PREFIX if start else b""
-    raw = _Spliced(path, start, end, prefix, _PART_SUFFIX if end is not None else b"")
-    with io.TextIOWrapper(io.BufferedReader(raw, 1 << 20), encoding="utf-8-sig", newline="") as f:
+
+    def spliced() -> IO[str]:
+        raw = _Spliced(path, start, end, prefix, _PART_SUFFIX if end is not None else b"")
+        return io.TextIOWrapper(io.BufferedReader(raw, 1 << 20), encoding="utf-8-sig", newline="")
+
+    with spliced() as f:
         try:
-            yield from _read_stream(f, path)
+            yield from _read_stream(f, path, spliced)
         except FormatError as exc:
             if not start:
                 raise
