@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     posts = arqmath.posts_file(data)
     topics = arqmath.read_topics(data)
     with scratch_dir(args.work) as work:
-        index = build_index(work, threads, lambda sink: arqmath.convert_posts(posts, sink, work))
+        index = build_index(work, threads, lambda sink: arqmath.convert_posts(posts, sink, work, workers=threads - 1))
         by_topic = search(index, work, arqmath.queries(topics), model, CANDIDATES, threads, tag)
     texts = bodies(posts, {hit.docid for hits in by_topic.values() for hit in hits})
     rows = []
