@@ -46,8 +46,9 @@ def convert_corpus(input_dir: Path, out: ShardedJsonl, workers: int = 0) -> int:
     log.info("converting %d ranges of %d files in %d processes", len(jobs), len({r.path for r in ranges}), workers)
     for (r, _), count in zip(jobs, ordered_map(convert_range, jobs, workers)):
         out.adopt(count)
-        log.info("converted %d arguments of %s (bytes %s-%s)", count, r.path.name, f"{r.start:,}",
-                 "end" if r.end is None else f"{r.end:,}")
+        span = "whole file" if r.start == 0 and r.end is None else \
+            f"bytes {r.start:,} to {'the end' if r.end is None else f'{r.end:,}'}"
+        log.info("converted %d arguments of %s (%s)", count, r.path.name, span)
     return out.count
 
 
