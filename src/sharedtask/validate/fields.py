@@ -160,11 +160,8 @@ def _build_class_checker(pattern: re.Pattern[str]) -> Checker | None:
 
 def _class_items(pattern: re.Pattern[str]) -> list[tuple[frozenset[int], int, int]] | None:
     """(class, min, max) per element of the pattern, or None if it is not a plain class sequence."""
-    try:
-        from re import _parser
-
-        tree = list(_parser.parse(pattern.pattern, pattern.flags))
-    except Exception:  # noqa: BLE001 - a private module: any surprise means "use the regex"
+    tree = _parse_tree(pattern)
+    if tree is None:
         return None
     ascii_only = bool(pattern.flags & re.ASCII)
     items: list[tuple[frozenset[int], int, int]] = []
@@ -251,13 +248,24 @@ def _may_match_newline(pattern: re.Pattern[str]) -> bool:
     Walks the parse tree of Python's own regex parser; anything not understood here
     (lookarounds, backreferences, conditionals, an unknown node) counts as "may".
     """
-    try:
-        from re import _parser  # the stdlib's parser (sre_parse before 3.11)
-
-        tree = _parser.parse(pattern.pattern, pattern.flags)
-    except Exception:  # noqa: BLE001 - a private module: any surprise means "do not optimise"
+    tree = _parse_tree(pattern)
+    if tree is None:
         return True
-    return _walk_may_match_newline(list(tree), bool(pattern.flags & re.DOTALL))
+    return _walk_may_match_newline(tree, bool(pattern.flags & re.DOTALL))
+
+
+def _parse_tree(pattern: re.Pattern[str]) -> list[tuple[object, object]] | None:
+    """The top-level nodes of Python's own regex parse of ``pattern``; None if that fails.
+
+    ``re._parser`` is private (``sre_parse`` before 3.11): any surprise means "do not
+    optimise", and both fast paths fall back to the regex engine.
+    """
+    try:
+        from re import _parser
+
+        return list(_parser.parse(pattern.pattern, pattern.flags))
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _walk_may_match_newline(nodes: list[tuple[object, object]], dotall: bool) -> bool:
