@@ -252,7 +252,7 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
     if missing:
         result.notes.append(f"{missing} judged topic(s) have no answer in the run and count 0")
     ar = p1 = None
-    unjudged = 0
+    judged = 0
     for spec in specs:
         if spec.id in ("ar", "p1"):
             if ar is None:
@@ -271,7 +271,7 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
                     result.notes.append(
                         f"{unjudged} answer(s) are not among the judged answers and count 0: AR and P@1 are "
                         "lower bounds for this run; Lexical Overlap is the measure for unjudged answers")
-            if len(set(run.answers) & set(qrels)) - unjudged > 0:
+            if judged > 0:
                 _store(result, _info(spec, "task3-manual"), ar if spec.id == "ar" else p1)
         elif spec.id == "lexical_overlap":
             if answers_path is None:
