@@ -374,3 +374,15 @@ def test_cli_sample_unknown_task_is_one_line_error(tmp_path: Path, capsys: pytes
     assert cli_main(["sample", "no-such-task", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "no-such-task" in err and "Traceback" not in err
+
+
+def test_sample_registry_refuses_a_second_generator_under_one_name() -> None:
+    from sharedtask.samples.registry import register
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register(samples.SAMPLE_NAMES[0])(lambda: {})
+
+
+def test_unknown_sample_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown sample 'nope'; known: touche-2020"):
+        samples.sample_files("nope")

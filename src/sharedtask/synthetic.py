@@ -39,7 +39,7 @@ from typing import IO, Callable, Iterator, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from sharedtask.samples import (
+from sharedtask.samples.builders import (
     ARGSME_FILES,
     FORMULA_TSV_HEADER,
     Argument,
