@@ -131,25 +131,3 @@ def test_chunk_size_does_not_change_the_findings(text: str, chunk: int) -> None:
             structure.CHUNK = old
 
     assert codes(chunk) == codes(1 << 22)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=_run_text, task=st.sampled_from(TASKS))
-def test_fast_path_and_line_loop_agree(text: str, task: str) -> None:
-    from sharedtask.validate import engine
-
-    data = text.encode("utf-8")
-
-    def result(vectorize: bool) -> tuple[bool, list[tuple[str, int | None, str]], int]:
-        old = engine.VECTORIZE
-        engine.VECTORIZE = vectorize
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "run.txt"
-                path.write_bytes(data)
-                r = validate(path, load_task(task))
-                return r.valid, sorted((f.code, f.line, f.message) for f in r.findings), r.stats.data_lines
-        finally:
-            engine.VECTORIZE = old
-
-    assert result(True) == result(False)

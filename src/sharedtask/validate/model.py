@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from sharedtask.finding_codes import code as catalogue_entry
 from sharedtask.findings import Finding, Severity
 
 #: Findings kept per code; the rest are only counted.
@@ -50,6 +51,26 @@ class Collector:
             return
         self.kept[code] += 1
         self.findings.append(Finding(severity, code, message, self.path, line, column, hint))
+
+    def report(
+        self,
+        code: str,
+        message: str | Callable[[], str],
+        line: int | None = None,
+        column: int | None = None,
+        *,
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Report one finding of ``code``: severity and hint come from the catalogue unless given;
+        a callable ``message`` is only built when the finding is kept (not past the cap)."""
+        entry = catalogue_entry(code)
+        severity = severity or entry.severity
+        if self.kept[code] >= self.limit:
+            self.count_only(severity, code)
+            return
+        text = message() if callable(message) else message
+        self.add(severity, code, text, hint or entry.hint, line, column)
 
     def count_only(self, severity: Severity, code: str, n: int = 1) -> None:
         """Record ``n`` findings that were not built because the code is at its cap."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.finding_codes import code as catalogue_entry
 from sharedtask.findings import Severity
 from sharedtask.validate.model import Collector
 
@@ -157,18 +158,19 @@ class Scanner:
         return line, column
 
     def _report_matches(
-        self, pattern: re.Pattern[bytes], buf: bytes, first_line: int, severity: Severity, code: str,
-        message: str, hint: str, skip_newline: bool = False,
+        self, pattern: re.Pattern[bytes], buf: bytes, first_line: int, code: str, message: str,
+        skip_newline: bool = False,
     ) -> None:
         out = self.out
+        severity = catalogue_entry(code).severity
         for m in pattern.finditer(buf):
-            if not out.wants(code):
+            if not out.wants(code):  # past the cap: skip locating the match
                 out.count_only(severity, code)
                 continue
             offset = m.start() + (1 if skip_newline and buf[m.start() : m.start() + 1] == b"\n" else 0)
             line, column = self._where(buf, offset, first_line)
             byte = buf[m.start() : m.start() + 1]
-            out.add(severity, code, message.format(byte=byte), hint, line=line, column=column)
+            out.report(code, message.format(byte=byte), line, column)
 
     def _chunk(self, buf: bytes, first_line: int) -> list[str | None]:
         st = self.state
@@ -179,34 +181,22 @@ class Scanner:
             if n_crlf != buf.count(b"\r"):
                 clean = False
                 self._report_matches(
-                    _LONE_CR, buf, first_line, Severity.ERROR, "RUN-CR",
-                    "a carriage return (CR) inside a line",
-                    "TIRA reads the file in text mode and starts a new line at a lone CR: remove it",
-                )
+                    _LONE_CR, buf, first_line, "RUN-CR", "a carriage return (CR) inside a line")
             if n_crlf:
                 st.crlf += n_crlf
                 buf = buf.replace(b"\r\n", b"\n")
         if buf.translate(None, _NOT_CONTROL):
             clean = False
             self._report_matches(
-                _CONTROL, buf, first_line, Severity.ERROR, "RUN-CONTROL-CHAR",
-                "control character {byte!r} in the line",
-                "C tools (trec_eval) stop at NUL and split differently than Python at control "
-                "characters: remove them",
-            )
+                _CONTROL, buf, first_line, "RUN-CONTROL-CHAR", "control character {byte!r} in the line")
         if not self.answers:
             has_tab = b"\t" in buf  # memchr: skips the probe for the separator the file does not use
             if (b" " in buf and _TRAILING_SPACE.search(buf)) or (has_tab and _TRAILING_TAB.search(buf)):
                 self._report_matches(
-                    _TRAILING, buf, first_line, Severity.WARNING, "RUN-TRAILING-WHITESPACE",
-                    "whitespace at the end of the line",
-                    "tools that split on single tabs or spaces see an extra empty column: strip lines",
-                )
+                    _TRAILING, buf, first_line, "RUN-TRAILING-WHITESPACE", "whitespace at the end of the line")
             if buf[:1] in (b" ", b"\t") or _LEADING_PROBE.search(buf):
                 self._report_matches(
-                    _LEADING, buf, first_line, Severity.WARNING, "RUN-LEADING-WHITESPACE",
-                    "whitespace at the start of the line",
-                    "tools that split on single tabs or spaces see an empty first column: strip lines",
+                    _LEADING, buf, first_line, "RUN-LEADING-WHITESPACE", "whitespace at the start of the line",
                     skip_newline=True,
                 )
         try:
@@ -233,18 +223,7 @@ class Scanner:
         for k, ln in enumerate(lines):
             if ln is None or " " not in ln or "\t" not in ln.strip():
                 continue  # no tab at all: the line gets RUN-SEPARATOR instead
-            if self.out.wants(code):
-                self.out.add(
-                    Severity.ERROR,
-                    code,
-                    "a space inside a tab-separated column",
-                    hint="TIRA and trec_eval split columns at spaces, the official ARQMath scripts only at tabs: "
-                    "remove spaces from ids and the run tag",
-                    line=first_line + k,
-                    column=ln.index(" ") + 1,
-                )
-            else:
-                self.out.count_only(Severity.ERROR, code)
+            self.out.report(code, "a space inside a tab-separated column", first_line + k, ln.index(" ") + 1)
 
     def _decode_lines(self, buf: bytes, first_line: int) -> list[str | None]:
         raw_lines = buf.split(b"\n")
@@ -255,19 +234,8 @@ class Scanner:
                 lines.append(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 lines.append(None)
-                code = "RUN-ENCODING"
-                if self.out.wants(code):
-                    bad = raw[exc.start : exc.end]
-                    self.out.add(
-                        Severity.ERROR,
-                        code,
-                        f"not UTF-8: byte(s) {bad!r} at byte {exc.start + 1} ({exc.reason})",
-                        hint="write the run as UTF-8 (ids are ASCII in every task)",
-                        line=first_line + k,
-                        column=exc.start + 1,
-                    )
-                else:
-                    self.out.count_only(Severity.ERROR, code)
+                self.out.report("RUN-ENCODING", lambda: f"not UTF-8: byte(s) {raw[exc.start : exc.end]!r} at byte "
+                                f"{exc.start + 1} ({exc.reason})", first_line + k, exc.start + 1)
         decoded = [ln for ln in lines if ln is not None]
         if not self.answers and any(not ln.isascii() and _ODD_SPACE.search(ln) for ln in decoded):
             self._odd_spaces(lines, first_line)
@@ -284,18 +252,8 @@ class Scanner:
             m = _ODD_SPACE.search(ln)
             if m is None:
                 continue
-            code = "RUN-UNICODE-SPACE"
-            if self.out.wants(code):
-                self.out.add(
-                    Severity.ERROR,
-                    code,
-                    f"non-ASCII whitespace U+{ord(m.group()):04X} in the line",
-                    hint="TIRA (Python) splits columns at it, trec_eval (C) does not: use a tab or a space",
-                    line=first_line + k,
-                    column=m.start() + 1,
-                )
-            else:
-                self.out.count_only(Severity.ERROR, code)
+            self.out.report("RUN-UNICODE-SPACE", f"non-ASCII whitespace U+{ord(m.group()):04X} in the line",
+                            first_line + k, m.start() + 1)
 
     def _separators(self, buf: bytes, lines: list[str | None], first_line: int, per_line: bool = False) -> None:
         st = self.state
@@ -340,29 +298,10 @@ class Scanner:
         st = self.state
         out = self.out
         if st.crlf:
-            out.add(
-                Severity.WARNING,
-                "RUN-CRLF",
-                f"{st.crlf:,} line(s) end with CRLF (Windows line endings)",
-                hint="TIRA and trec_eval cope, but tools that split on tabs keep the CR in the last column: "
-                "use LF line endings",
-            )
+            out.report("RUN-CRLF", f"{st.crlf:,} line(s) end with CRLF (Windows line endings)")
         if not st.final_newline:
-            out.add(
-                Severity.WARNING,
-                "RUN-NO-FINAL-NEWLINE",
-                "the last line has no newline at its end",
-                hint="line-based tools (wc, while read) miss an unterminated last line: end the file with a newline",
-                line=st.lines,
-            )
+            out.report("RUN-NO-FINAL-NEWLINE", "the last line has no newline at its end", st.lines)
         if self.check_separators and (st.mixed_lines or (st.tab_lines and st.space_lines)):
             where = st.first_mixed or max(st.first_tab_line or 0, st.first_space_line or 0) or None
-            out.add(
-                Severity.WARNING,
-                "RUN-MIXED-SEPARATORS",
-                f"columns are separated inconsistently: {st.tab_lines:,} line(s) with tabs, "
-                f"{st.space_lines:,} with spaces, {st.mixed_lines:,} with both",
-                hint="trec_eval and TIRA accept any whitespace, but scripts that split on one character "
-                "misread the run: use one separator throughout",
-                line=where,
-            )
+            out.report("RUN-MIXED-SEPARATORS", f"columns are separated inconsistently: {st.tab_lines:,} line(s) with "
+                       f"tabs, {st.space_lines:,} with spaces, {st.mixed_lines:,} with both", where)
