@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.finding_codes import finding
 from sharedtask.findings import Finding, Severity
 from sharedtask.images import ensure_image
 from sharedtask.manifest import Dataset, Manifest, Software
@@ -42,7 +43,7 @@ def findings_from_validation(validation: dict[str, Any]) -> list[Finding]:
         fields = {k: raw.get(k) for k in ("code", "message", "path", "line", "column", "hint")}
         out.append(Finding(severity=Severity(raw["severity"]), **fields))
     if validation.get("status") in ("error", "no run file"):
-        out.append(Finding(Severity.ERROR, "RUN-MISSING" if validation["status"] == "no run file" else "RUN-UNREADABLE",
+        out.append(finding("RUN-MISSING" if validation["status"] == "no run file" else "RUN-UNREADABLE",
                            validation.get("reason", "")))
     return out
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.finding_codes import finding
 from sharedtask.findings import Finding, Severity
 from sharedtask.spec import InputFile, Task
 
@@ -96,7 +97,7 @@ def check_input(
             if entry.required:
                 check.status = "missing"
                 check.message = f"no file matches {entry.path}"
-                findings.append(Finding(Severity.ERROR, "INPUT-MISSING", f"required {entry.format} file {entry.path} is missing",
+                findings.append(finding("INPUT-MISSING", f"required {entry.format} file {entry.path} is missing",
                                         path=str(directory / entry.path), hint=f"put the task's {entry.role} file at {entry.path} ({entry.description})"))
             else:
                 check.status = "optional-missing"
@@ -115,18 +116,17 @@ def check_input(
                 check.status = "invalid"
                 check.message = exc.detail
                 loc = exc.location
-                findings.append(Finding(Severity.ERROR, "INPUT-FORMAT", exc.detail, path=loc.path, line=loc.line,
+                findings.append(finding("INPUT-FORMAT", exc.detail, path=loc.path, line=loc.line,
                                         column=loc.column, hint=exc.hint))
             except OSError as exc:
                 check.status = "invalid"
                 check.message = exc.strerror or str(exc)
-                findings.append(Finding(Severity.ERROR, "INPUT-UNREADABLE", f"cannot read: {check.message}", path=str(path)))
+                findings.append(finding("INPUT-UNREADABLE", f"cannot read: {check.message}", path=str(path)))
         check.seconds = time.perf_counter() - started
         if check.status == "ok" and check.records == 0:
             check.status = "invalid"
             check.message = "no records"
-            findings.append(Finding(Severity.ERROR, "INPUT-EMPTY", f"{entry.path} holds no records", path=str(check.files[0]),
-                                    hint="an empty file cannot be a valid dataset"))
+            findings.append(finding("INPUT-EMPTY", f"{entry.path} holds no records", path=str(check.files[0])))
     findings += _topic_findings(task, directory, topics)
     return InputReport(task, directory, checks, findings, topics)
 
@@ -138,10 +138,10 @@ def _topic_findings(task: Task, directory: Path, topics: list[str]) -> list[Find
     pattern = task.output.pattern("topic")
     bad = [t for t in topics if pattern and not pattern.fullmatch(t)]
     if bad:
-        out.append(Finding(Severity.ERROR, "INPUT-TOPIC-ID", f"{len(bad)} topic id(s) do not match {pattern.pattern}: {', '.join(bad[:5])}",
+        out.append(finding("INPUT-TOPIC-ID", f"{len(bad)} topic id(s) do not match {pattern.pattern}: {', '.join(bad[:5])}",
                            path=where, hint=f"is this the topics file of {task.id}?"))
     seen: set[str] = set()
     dupes = sorted({t for t in topics if t in seen or seen.add(t)})  # type: ignore[func-returns-value]
     if dupes:
-        out.append(Finding(Severity.ERROR, "INPUT-TOPIC-DUPLICATE", f"duplicate topic id(s): {', '.join(dupes[:5])}", path=where))
+        out.append(finding("INPUT-TOPIC-DUPLICATE", f"duplicate topic id(s): {', '.join(dupes[:5])}", path=where))
     return out

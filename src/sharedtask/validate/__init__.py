@@ -7,38 +7,13 @@ Public API::
     find_run_file(path)          # a run file, or run.txt / run.txt.gz in a TIRA output dir
     fix_run(run_path, task, out_path) -> FixReport
 
-Severity rule (issue 3): what TIRA, trec_eval or the task's official scorer would
-reject or silently misread is an error; legal but risky is a warning; facts worth
-knowing (e.g. TIRA cannot check this layout) are info. Codes are stable:
-
-structure (structure.py)
-  E RUN-BOM RUN-CR (lone CR) RUN-CONTROL-CHAR RUN-ENCODING (not UTF-8, byte position)
-    RUN-UNICODE-SPACE RUN-BLANK-LINE RUN-COMMENT RUN-COLUMNS RUN-SEPARATOR (ARQMath: tabs)
-    RUN-SPACE-IN-FIELD RUN-EMPTY-FIELD RUN-GZIP RUN-EMPTY
-  W RUN-CRLF RUN-TRAILING-WHITESPACE RUN-LEADING-WHITESPACE RUN-MIXED-SEPARATORS
-    RUN-NO-FINAL-NEWLINE
-fields (fields.py)
-  E RUN-RANK (not an integer) RUN-SCORE RUN-SCORE-NONFINITE RUN-SCORE-FORMAT (1_0, non-ASCII
-    digits: Python and C read them differently) RUN-SCORE-RANGE RUN-DOC-ID RUN-POST-ID RUN-TOPIC-ID
-  W RUN-RANK-FORMAT (+1, 01) RUN-SCORE-SCIENTIFIC RUN-Q0 RUN-TAG RUN-TAG-MIXED
-ranking, per topic (ranking.py)
-  E RUN-DUPLICATE-DOC RUN-DEPTH RUN-UNKNOWN-TOPIC; Touché only: RUN-RANK-SCORE, RUN-RANK-DUPLICATE
-  W RUN-TIE RUN-FLOAT32-TIE RUN-RANK-START RUN-RANK-GAP RUN-RANK-ORDER RUN-SCORE-ORDER
-    RUN-MISSING-TOPICS RUN-INTERLEAVED; elsewhere: RUN-RANK-SCORE, RUN-RANK-DUPLICATE
-TIRA's run.txt check (tira.check_format.RunFormat, tira 0.0.207)
-  E RUN-TIRA-MIN-LINES (< 5) RUN-TIRA-MIN-TOPICS (< 3) RUN-TIRA-SIZE (> 75 MB)
-  I RUN-TIRA-LAYOUT: the check needs exactly 6 whitespace-separated columns with an integer
-    in column 4, so it can never accept ARQMath Task 1's official 5-column layout nor Task 3
-    (answers hold spaces); Task 1's 6-column TREC variant (I RUN-LAYOUT-VARIANT) passes.
-  W RUN-TIRA-DUPLICATE-POST: Task 2 may list several formulas of one post, but TIRA reads
-    column 3 (the post id) as docno and rejects repeats.
-  Everything else the validator accepts in a TREC 6-column layout passes TIRA's check
-  (tests/test_validate_tira.py, tests/test_validate_fuzz.py).
-ARQMath (arqmath.py, ranking.py)
-  E RUN-NOT-ANSWER (Task 1, with --input) RUN-UNKNOWN-FORMULA (Task 2, with --input)
-    RUN-ANSWER-COUNT RUN-ANSWER-LENGTH RUN-ANSWER-EMPTY (Task 3)
-  W RUN-ANSWER-RANK RUN-ANSWER-DOLLAR (Task 3) RUN-FILE-NAME RUN-FILE-NAME-CASE
-  I RUN-TOPICS-UNCHECKED
+Every finding carries a stable code from the catalogue (``sharedtask.finding_codes``,
+rendered as docs/findings.md), which also fixes its severity and hint. The rules live
+in structure.py (bytes and lines), fields.py (ids, ranks, scores), ranking.py (per
+topic: duplicates, depth, ties, rank/score order), arqmath.py (collection ids, file
+names) and engine.py (the pass, TIRA's run check). Everything the validator accepts in
+a TREC 6-column layout passes TIRA's check (tests/test_validate_tira.py,
+tests/test_validate_fuzz.py).
 
 Memory: a run grouped by topic is validated with the current topic's lines plus the
 set of topic ids seen (flat in the file size). An interleaved run is detected when a

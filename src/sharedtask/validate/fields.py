@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sharedtask.findings import Severity
 from sharedtask.validate.model import Collector
 
 
@@ -341,17 +340,8 @@ def check_ids(
         return
     for k, value in enumerate(values):
         if pattern.fullmatch(value) is None:
-            if not out.wants(code):
-                out.count_only(Severity.ERROR, code)
-                continue
-            out.add(
-                Severity.ERROR,
-                code,
-                f"{what} {value!r} does not match the task's pattern {pattern.pattern!r}",
-                hint=f"write {what}s exactly as the collection spells them",
-                line=lines[k],
-                column=column_of(rows[k], index),
-            )
+            out.report(code, lambda: f"{what} {value!r} does not match the task's pattern {pattern.pattern!r}",
+                       lines[k], column_of(rows[k], index), hint=f"write {what}s exactly as the collection spells them")
 
 
 # --------------------------------------------------------------------------- score
@@ -400,36 +390,18 @@ def _score_one(out: Collector, raw: str, line: int, column: int) -> float | None
         value = float(raw)
         if math.isfinite(value):
             return value
-        _score_error(out, "RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
+        out.report("RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
         return None
     if _SCIENTIFIC.fullmatch(raw):
         value = float(raw)
         if not math.isfinite(value):
-            _score_error(out, "RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
+            out.report("RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
             return None
-        if out.wants("RUN-SCORE-SCIENTIFIC"):
-            out.add(
-                Severity.WARNING,
-                "RUN-SCORE-SCIENTIFIC",
-                f"score {raw!r} uses scientific notation",
-                hint="trec_eval and TIRA read it, but some scripts parse scores as plain decimals: "
-                "write e.g. 0.000123 instead of 1.23e-4",
-                line=line,
-                column=column,
-            )
-        else:
-            out.count_only(Severity.WARNING, "RUN-SCORE-SCIENTIFIC")
+        out.report("RUN-SCORE-SCIENTIFIC", lambda: f"score {raw!r} uses scientific notation", line, column)
         return value
     low = raw.lower().lstrip("+-")
     if low in ("nan", "inf", "infinity"):
-        _score_error(
-            out,
-            "RUN-SCORE-NONFINITE",
-            f"score {raw!r} is not a finite number",
-            line,
-            column,
-            hint="TIRA accepts it, but trec_eval's sort cannot order NaN/inf consistently: use finite scores",
-        )
+        out.report("RUN-SCORE-NONFINITE", f"score {raw!r} is not a finite number", line, column)
         return None
     try:
         float(raw)
@@ -437,31 +409,11 @@ def _score_one(out: Collector, raw: str, line: int, column: int) -> float | None
     except ValueError:
         python_ok = False
     if python_ok:  # e.g. "1_000" or non-ASCII digits: Python (TIRA) reads them, C atof (trec_eval) does not
-        _score_error(
-            out,
-            "RUN-SCORE-FORMAT",
-            f"score {raw!r} is read differently by TIRA (Python float) and trec_eval (C atof)",
-            line,
-            column,
-            hint="write scores as plain ASCII decimals like 12.5 or -0.25",
-        )
+        out.report("RUN-SCORE-FORMAT", f"score {raw!r} is read differently by TIRA (Python float) and trec_eval (C atof)",
+                   line, column)
     else:
-        _score_error(
-            out,
-            "RUN-SCORE",
-            f"score {raw!r} is not a number",
-            line,
-            column,
-            hint="the score column must be a decimal number; TIRA rejects the run",
-        )
+        out.report("RUN-SCORE", f"score {raw!r} is not a number", line, column)
     return None
-
-
-def _score_error(out: Collector, code: str, message: str, line: int, column: int, hint: str | None = None) -> None:
-    if out.wants(code):
-        out.add(Severity.ERROR, code, message, hint or "write a finite decimal score", line=line, column=column)
-    else:
-        out.count_only(Severity.ERROR, code)
 
 
 # ---------------------------------------------------------------------------- rank
@@ -499,31 +451,11 @@ def parse_ranks(
         column = column_of(rows[k], index)
         if value is None or not raw.isascii() or "_" in raw:
             code = "RUN-RANK"
-            if out.wants(code):
-                out.add(
-                    Severity.ERROR,
-                    code,
-                    f"rank {raw!r} is not an integer",
-                    hint="TIRA's run check parses the rank with int(): write 1, 2, 3, ...",
-                    line=lines[k],
-                    column=column,
-                )
-            else:
-                out.count_only(Severity.ERROR, code)
+            out.report(code, lambda: f"rank {raw!r} is not an integer", lines[k], column)
             result.append(None)
             continue
         if raw.lstrip("+-").isdigit() and not raw.startswith("-"):
             code = "RUN-RANK-FORMAT"
-            if out.wants(code):
-                out.add(
-                    Severity.WARNING,
-                    code,
-                    f"rank {raw!r} is not written canonically",
-                    hint="write ranks without sign or leading zeros",
-                    line=lines[k],
-                    column=column,
-                )
-            else:
-                out.count_only(Severity.WARNING, code)
+            out.report(code, lambda: f"rank {raw!r} is not written canonically", lines[k], column)
         result.append(value)
     return result

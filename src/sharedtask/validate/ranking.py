@@ -225,18 +225,8 @@ def _duplicates(out: Collector, topic: str, docs: Sequence[str], lines: list[int
         if d not in first:
             first[d] = k
             continue
-        if not out.wants("RUN-DUPLICATE-DOC"):
-            out.count_only(Severity.ERROR, "RUN-DUPLICATE-DOC")
-            continue
-        out.add(
-            Severity.ERROR,
-            "RUN-DUPLICATE-DOC",
-            f"{what} {d} appears again for topic {topic} (first on line {lines[first[d]]})",
-            hint="trec_eval refuses runs with duplicates and TIRA rejects them: keep the first occurrence "
-            "(sharedtask validate --fix does)",
-            line=lines[k],
-            column=column_of(rows[k], index),
-        )
+        out.report("RUN-DUPLICATE-DOC", lambda: f"{what} {d} appears again for topic {topic} (first on line "
+                   f"{lines[first[d]]})", lines[k], column_of(rows[k], index))
 
 
 def _tira_post_duplicates(out: Collector, topic: str, posts: Sequence[str], lines: list[int]) -> None:
@@ -292,20 +282,13 @@ def _rank_rules(ctx: RankingContext, topic: str, ranks: list[int | None], lines:
         )
     counts = Counter(r for r, _ in valid)
     dup_sev = Severity.ERROR if ctx.touche else Severity.WARNING
+    dup_hint = "give every line of a topic its own rank: the Touché scorer sorts by rank, so their order is undefined" \
+        if ctx.touche else None
     seen: set[int] = set()
     for r, k in valid:
         if counts[r] > 1 and r in seen:
-            if out.wants("RUN-RANK-DUPLICATE"):
-                out.add(
-                    dup_sev,
-                    "RUN-RANK-DUPLICATE",
-                    f"topic {topic}: rank {r} is used {counts[r]} times",
-                    hint="give every line of a topic its own rank"
-                    + (": the Touché scorer sorts by rank, so their order is undefined" if ctx.touche else ""),
-                    line=lines[k],
-                )
-            else:
-                out.count_only(dup_sev, "RUN-RANK-DUPLICATE")
+            out.report("RUN-RANK-DUPLICATE", f"topic {topic}: rank {r} is used {counts[r]} times", lines[k],
+                       hint=dup_hint, severity=dup_sev)
             counts[r] = 1  # report each repeated rank once
         seen.add(r)
     distinct = sorted(counts)
@@ -350,27 +333,16 @@ def _order(ctx: RankingContext, topic: str, ranks: list[int | None], scores: lis
     bad = [(a, b) for a, b in zip(seq, seq[1:]) if scores[b] > scores[a]]  # type: ignore[operator]
     if bad:
         a, b = bad[0]
-        sev = Severity.ERROR if ctx.touche else Severity.WARNING
-        code = "RUN-RANK-SCORE"
-        if out.wants(code):
-            why = (
-                "the official Touché scorer sorts by rank while trec_eval sorts by score, so the two "
-                "evaluate different rankings"
-                if ctx.touche
-                else "trec_eval ignores the ranks and sorts by score, so it evaluates a different ranking "
-                "than your ranks say"
-            )
-            out.add(
-                sev,
-                code,
-                f"topic {topic}: rank {ranks[b]} (line {lines[b]}, score {scores[b]!r}) scores higher than "
-                f"rank {ranks[a]} (line {lines[a]}, score {scores[a]!r}); {len(bad):,} such inversion(s) "
-                "in this topic",
-                hint=f"{why}: sort each topic by score descending and renumber ranks (--fix)",
-                line=lines[b],
-            )
-        else:
-            out.count_only(sev, code)
+        out.report(
+            "RUN-RANK-SCORE",
+            f"topic {topic}: rank {ranks[b]} (line {lines[b]}, score {scores[b]!r}) scores higher than "
+            f"rank {ranks[a]} (line {lines[a]}, score {scores[a]!r}); {len(bad):,} such inversion(s) in this topic",
+            lines[b],
+            # the catalogue's hint is trec_eval's side; Touché's scorer sorts by rank instead
+            hint="the official Touché scorer sorts by rank while trec_eval sorts by score, so the two evaluate "
+            "different rankings: sort each topic by score descending and renumber ranks (--fix)" if ctx.touche else None,
+            severity=Severity.ERROR if ctx.touche else Severity.WARNING,
+        )
     if not in_file_order:
         file_scores = [scores[k] for k in both]
         if file_scores != sorted(file_scores, reverse=True):  # type: ignore[type-var]
@@ -568,7 +540,4 @@ def _in_collection(out: Collector, code: str, ids: object, values: Sequence[str]
     for k in missing:
         if numbers[k] < 0:
             continue  # already reported by the id pattern rule
-        if out.wants(code):
-            out.add(Severity.ERROR, code, message.format(v=values[k]), hint=hint, line=lines[k])
-        else:
-            out.count_only(Severity.ERROR, code)
+        out.report(code, lambda: message.format(v=values[k]), lines[k], hint=hint)
