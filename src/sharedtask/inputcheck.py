@@ -68,14 +68,6 @@ class InputReport:
         }
 
 
-def _topic_ids(fmt: str, path: Path) -> list[str]:
-    from sharedtask import formats
-
-    if fmt == "touche-topics-xml":
-        return [t.number for t in formats.read_touche_topics(path)]
-    return [t.number for t in formats.read_arqmath_topics(path)]
-
-
 def check_input(
     task: Task,
     directory: Path,
@@ -111,7 +103,7 @@ def check_input(
             try:
                 check.records += formats.count_records(entry.format, path)
                 if entry.role == "topics":
-                    topics.extend(_topic_ids(entry.format, path))
+                    topics.extend(formats.read_topic_ids(entry.format, path))
             except FormatError as exc:
                 check.status = "invalid"
                 check.message = exc.detail

@@ -105,10 +105,21 @@ def count_records(format_name: str, path: PathLike) -> int:
     return n
 
 
+TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml")
+
+
+def read_topic_ids(format_name: str, path: PathLike) -> list[str]:
+    """The topic ids of a topics file in file order, repeats kept (the one topic-id reader:
+    the validator's topic set, check-input's duplicate check and :func:`count_topics` use it)."""
+    if format_name not in TOPIC_FORMATS:
+        raise ValueError(f"{format_name!r} is not a topics format ({', '.join(TOPIC_FORMATS)})")
+    return [t.number for t in reader_for(format_name)(path)]
+
+
 def count_topics(format_name: str, path: PathLike) -> int | None:
     """Distinct topics of a run, qrels or topics file; None for corpus formats."""
-    if format_name in ("arqmath-topics-xml", "touche-topics-xml"):
-        return len({t.number for t in reader_for(format_name)(path)})
+    if format_name in TOPIC_FORMATS:
+        return len(set(read_topic_ids(format_name, path)))
     if format_name.endswith("-run") or format_name in ("trec-qrels", "arqmath-answers-tsv"):
         return len({r.topic for r in reader_for(format_name)(path)})
     reader_for(format_name)
@@ -116,11 +127,11 @@ def count_topics(format_name: str, path: PathLike) -> int | None:
 
 
 __all__ = [
-    "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "V2_HEADER", "V3_HEADER",
+    "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "TOPIC_FORMATS", "V2_HEADER", "V3_HEADER",
     "Answer", "AnswerText", "Argument", "ArqmathTopic", "FormatError", "FormulaRecord", "Premise",
     "Qrel", "Question", "RunReader", "RunRow", "ToucheTopic",
     "argsme_files", "count_records", "count_topics", "detect_layout", "formula_files", "formula_spans",
     "html_to_text", "load_qrels_dict", "load_run_dict", "load_visual_ids", "read_answers_tsv",
     "read_argsme", "read_argsme_dir", "read_arqmath_topics", "read_formula_index", "read_posts",
-    "read_qrels", "read_run", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
+    "read_qrels", "read_run", "read_topic_ids", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
 ]
