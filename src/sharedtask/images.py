@@ -39,16 +39,6 @@ def context_hash(context: Path, extra: str = "") -> str:
     return digest.hexdigest()[:24]
 
 
-def image_exists(client, name: str) -> bool:
-    import docker
-
-    try:
-        client.images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
 def ensure_image(
     context: Path,
     tag: str,

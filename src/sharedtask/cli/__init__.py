@@ -66,13 +66,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sharedtask {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES if only is None else (only,):
-        try:
-            module = importlib.import_module(f"sharedtask.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sharedtask.cli.{name}":
-                continue  # subcommand not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(f"sharedtask.cli.{name}").register(sub)
     return parser
 
 

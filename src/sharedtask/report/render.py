@@ -29,8 +29,7 @@ LOG_TAIL_LINES = 40  # per stream, when the tail is read from the sandbox's log 
 LOG_TAIL_BYTES = 16 * 1024
 
 # Record keys the sandbox may use for the same fact; the first present one wins.
-_WALL_KEYS = ("wall_seconds", "wall_time", "wall_time_seconds", "duration_seconds", "duration", "elapsed_seconds")
-_FIRST_KEYS = ("status", "exit_code", *_WALL_KEYS, "peak_memory", "peak_memory_bytes", "limits", "image", "command")
+_FIRST_KEYS = ("status", "exit_code", "wall_seconds", "peak_memory", "limits", "image", "command")
 
 
 def e(value: object) -> str:
@@ -67,11 +66,9 @@ def fmt_seconds(value: float) -> str:
 
 
 def wall_time(record: dict[str, Any]) -> float | None:
-    for key in _WALL_KEYS:
-        value = record.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return None
+    """The run's wall time (``wall_seconds`` in run-record.json), None when the record has none."""
+    value = record.get("wall_seconds")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 # --------------------------------------------------------------------------- sections

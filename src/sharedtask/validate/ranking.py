@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,10 +64,6 @@ class TopicState:
         else:
             self.anchor_idx.append(idx)
             self.anchor_line.append(next_line)
-
-    def line_of(self, k: int) -> int:
-        i = bisect_right(self.anchor_idx, k) - 1
-        return self.anchor_line[i] + (k - self.anchor_idx[i])
 
     def line_numbers(self) -> list[int]:
         n = len(self)
