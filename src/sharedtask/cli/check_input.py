@@ -11,7 +11,7 @@ from rich.filesize import decimal
 from rich.table import Table
 
 from sharedtask.inputcheck import InputReport, check_input
-from sharedtask.render import render_findings
+from sharedtask.findings_output import render_findings
 from sharedtask.spec import load_task
 
 console = Console(highlight=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sharedtask.render import dumps, render_findings, render_summary
+from sharedtask.findings_output import dumps, render_findings, render_summary
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

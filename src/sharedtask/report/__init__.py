@@ -7,6 +7,6 @@
 
 from sharedtask.report.adapters import run_entry
 from sharedtask.report.model import STATUSES, RunEntry, TaskSection, leaderboard
-from sharedtask.report.render import render_html, write_report
+from sharedtask.report.html import render_html, write_report
 
 __all__ = ["STATUSES", "RunEntry", "TaskSection", "leaderboard", "render_html", "run_entry", "write_report"]

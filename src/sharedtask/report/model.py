@@ -1,6 +1,6 @@
 """The data a report shows: one section per task, one entry per run, and their order.
 
-The demo and the organizer flow fill these objects; :mod:`sharedtask.report.render`
+The demo and the organizer flow fill these objects; :mod:`sharedtask.report.html`
 turns them into HTML. Everything in a :class:`RunEntry` may come from an untrusted
 submission (names, findings, logs): renderers must escape it.
 """

@@ -1,4 +1,4 @@
-"""Rendering findings for people (rich) and machines (JSON).
+"""Rendering findings for people (rich, in the terminal) and machines (JSON).
 
 Generic over :class:`sharedtask.findings.Finding` so that every checker (run
 validator, input checker) prints the same way: findings are grouped by severity
