@@ -61,7 +61,7 @@ def test_sample_is_small_and_has_input_and_truth(name: str) -> None:
 
 def test_every_task_names_an_existing_sample_with_its_contract_files() -> None:
     for task in all_tasks():
-        assert task.sample_dir.name in samples.SAMPLE_NAMES
+        assert task.sample_dir.is_dir(), (task.id, task.sample)  # generated (SAMPLE_NAMES) or hand-made
         for entry in task.input.files:
             if entry.required:
                 assert list((task.sample_dir / "input").glob(entry.path)), (task.id, entry.path)

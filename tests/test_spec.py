@@ -146,3 +146,63 @@ def test_schema_check_is_remembered_by_content_digest(tmp_path: Path, monkeypatc
     spec.write_text(spec.read_text().replace("year: 2020", "year: 2019"))
     with pytest.raises(ImportError):  # new content: the schema check runs again
         load_task_file(spec)
+
+
+def test_adding_a_task_is_one_yaml_file(tmp_path: Path) -> None:
+    """A new task over existing formats: one YAML file in a copy of the catalogue, no code.
+
+    The new task reuses the Touché 2021 sample; it must list, show, validate and evaluate
+    exactly like the task it was copied from (run as a user would: the CLI in a new process).
+    """
+    import os
+    import subprocess
+    import sys
+
+    tasks = tmp_path / "tasks"
+    shutil.copytree(tasks_dir(), tasks, ignore=shutil.ignore_patterns("samples"))
+    (tasks / "samples").symlink_to(tasks_dir() / "samples", target_is_directory=True)
+    (tasks / "mylab-2026-args.yml").write_text(
+        "id: mylab-2026-args\n"
+        "extends: _base/touche.yml\n"
+        'title: "My lab 2026: argument retrieval on args.me"\n'
+        "description: Retrieve arguments for controversial questions (a copy of Touché 2021).\n"
+        "year: 2026\n"
+        "edition: My lab 2026\n"
+        'topics: {first: "51", last: "56", count: 6, judged: 5}\n'
+        "truth:\n"
+        "  relevant_threshold: 1\n"
+        "  files:\n"
+        "    - {path: qrels.txt, format: trec-qrels, role: relevance, min_rel: -2, max_rel: 3}\n"
+        "measures:\n"
+        "  - {id: ndcg5_official, label: nDCG@5, procedure: touche-official, primary: true, official: true,"
+        " qrels_role: relevance}\n"
+        "sample: touche-2021\n"
+    )
+    env = {**os.environ, "SHAREDTASK_TASKS": str(tasks), "SHAREDTASK_NO_CACHE": "1"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sharedtask", *args], env=env, capture_output=True, text=True)
+
+    listing = cli("tasks")
+    assert listing.returncode == 0 and "mylab-2026-args" in listing.stdout
+    sample = tasks_dir() / "samples" / "touche-2021"
+    run = tmp_path / "run.txt"
+    qrels = [line.split() for line in (sample / "truth" / "qrels.txt").read_text().splitlines()]
+    # every judged document of every topic in a seeded shuffled order (nDCG@5 neither 0 nor 1)
+    import random
+
+    by_topic: dict[str, list[str]] = {}
+    for topic, _, doc, _rel in qrels:
+        by_topic.setdefault(topic, []).append(doc)
+    for docs in by_topic.values():
+        random.Random(7).shuffle(docs)
+    run.write_text("".join(f"{t} Q0 {d} {r} {100 - r} mine\n" for t, docs in by_topic.items()
+                           for r, d in enumerate(docs, start=1)))
+    ours = cli("evaluate", str(run), "--task", "mylab-2026-args", "--truth", str(sample / "truth"), "--json")
+    theirs = cli("evaluate", str(run), "--task", "touche-2021-task1", "--truth", str(sample / "truth"), "--json")
+    assert ours.returncode == 0, ours.stderr
+    import json
+
+    mine, copied = json.loads(ours.stdout)["scores"], json.loads(theirs.stdout)["scores"]
+    assert 0 < mine["ndcg5_official"] < 1
+    assert mine["ndcg5_official"] == copied["ndcg5_official"]

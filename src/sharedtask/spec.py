@@ -165,7 +165,7 @@ class Task:
 
     @property
     def sample_dir(self) -> Path:
-        return resource("tasks") / "samples" / self.sample
+        return tasks_dir() / "samples" / self.sample
 
 
 # --------------------------------------------------------------------------- loading
@@ -177,7 +177,10 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 def tasks_dir() -> Path:
-    return resource("tasks")
+    """The task catalogue: the package's ``tasks/``, or an organizer's own copy of it
+    (with its schema, bases and samples) named by ``SHAREDTASK_TASKS``."""
+    own = os.environ.get("SHAREDTASK_TASKS")
+    return Path(own) if own else resource("tasks")
 
 
 @cache
