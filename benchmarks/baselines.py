@@ -14,7 +14,7 @@ generating the corpora with ``python -m sharedtask.synthetic`` when the folders 
 not exist. Prints, per run: conversion, index and search time (from the baseline's
 own log), Anserini's own indexing time (from Anserini's log timestamps), the share
 of time outside it (conversion + JVM start/stop) relative to it, peak memory (the
-sandbox's cgroup probe) and whole-run wall time. Targets (issue 6): Touché BM25
+sandbox's cgroup probe) and whole-run wall time. Targets: Touché BM25
 run < 300 s on 2 cores, conversion overhead < 25 % of Anserini's indexing time.
 """
 

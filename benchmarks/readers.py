@@ -3,7 +3,7 @@
 Measures, each in a fresh subprocess (so peak RSS belongs to that reader alone):
 
 * args.me JSON (``read_argsme_dir``) on a synthetic corpus with the real size profile
-  (387,740 arguments: 338,620 / 21,197 / 14,353 / 13,522 / 48, reference/tasks-and-formats.md)
+  (387,740 arguments: 338,620 / 21,197 / 14,353 / 13,522 / 48, docs/formats.md)
   and on a 10 % corpus, to show that memory is flat in corpus size;
 * ARQMath Posts XML (``read_posts``) with 1M answers (+0.7M questions) and with 10 %;
 * TREC runs/qrels: ``load_run_dict`` / ``read_run`` / ``load_qrels_dict`` on a large run,
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-# reference/tasks-and-formats.md: args.me 2020-04-01 size profile
+# docs/formats.md: args.me 2020-04-01 size profile
 ARGSME_PROFILE = {"debateorg.json": 338_620, "debatepedia.json": 21_197, "debatewise.json": 14_353,
                   "idebate.json": 13_522, "parliamentary.json": 48}
 

@@ -9,7 +9,7 @@ Three ways to run the same container (same image, command, input, output mount):
   cli   `python -m sharedtask run ... --json` (adds interpreter start and imports)
   floor `python -m sharedtask --help`: what any Python CLI here pays before work
 Prints the median wall time of each (after one warm-up run), the added seconds
-and the ratio over bare. Target (issue 5): under 1 s added.
+and the ratio over bare. Target: under 1 s added.
 """
 
 from __future__ import annotations

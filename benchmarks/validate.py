@@ -10,7 +10,7 @@ same Touché-style TREC run (grouped by topic, args.me ids, ties every 7th docum
 Sizes: small = 100 topics x 1,000 (100k lines), medium = 1,000 x 1,000 (1M lines, for
 profiling; not run by default), large = 10,000 topics x 1,000 (10M lines).
 Runs come from `python -m sharedtask.synthetic run` into /work/bench-data (reused).
-Targets (issue 3): large validated in no more time than pytrec_eval's parse+evaluate,
+Targets: large validated in no more time than pytrec_eval's parse+evaluate,
 peak RSS < 400 MB.
 
     .venv/bin/python benchmarks/validate.py [--sizes small large] [--repeat 1] [--skip tira]

@@ -13,7 +13,7 @@
 #      sharedtask.source-hash equals the hash of its inputs.
 #   3. the Dockerfile's BASE_IMAGE: the official python image when present or
 #      pullable; otherwise (no registry, as on the project's machines, see
-#      reference/docker-on-these-machines.md) a Debian trixie image made offline
+#      docker/README.md) a Debian trixie image made offline
 #      with debootstrap and `docker import`, tagged sharedtask/os:trixie.
 #
 # Environment:
@@ -133,7 +133,7 @@ make_offline_os_image() {
         || { tail -n 30 "$root.log" >&2; die "debootstrap failed (full log: $root.log)"; }
     step_done "debootstrap finished"
     # Only in this local image: builds here reach PyPI through a TLS-intercepting
-    # proxy whose CA is in the host's bundle (reference/docker-on-these-machines.md).
+    # proxy whose CA is in the host's bundle (docker/README.md).
     # Real users' Dockerfiles never see this.
     if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
         cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/host-ca-bundle.crt"

@@ -1,7 +1,7 @@
 """ARQMath measures vs independent computations.
 
 Tasks 1 and 2: the prime run is built BY HAND in each test (from the fixture's lines,
-following reference/evaluation.md) and scored by calling pytrec_eval directly; our
+following docs/evaluation.md) and scored by calling pytrec_eval directly; our
 evaluator must agree to 1e-6. Task 3: hand arithmetic written out in the test.
 Fixtures (tests/fixtures/eval/) contain ties, duplicates, unjudged documents, a run
 topic missing from the qrels and qrels topics missing from the run.

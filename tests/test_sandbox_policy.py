@@ -92,7 +92,7 @@ def _policy(**kw) -> Policy:
     return Policy(limits=Limits(memory=2 * GiB, cpus=1.5, timeout=60, pids=64, max_output=GiB), **kw)
 
 
-def test_default_policy_is_the_sandbox_of_design_md():
+def test_default_policy_is_the_documented_sandbox():
     opts = _policy().container_options()
     assert opts["network_mode"] == "none"
     assert "network" not in opts

@@ -23,7 +23,7 @@ def test_catalogue_is_one_task_per_yaml_file() -> None:
 
 
 def test_contracts_follow_the_reference() -> None:
-    # Values from shared/reference/tasks-and-formats.md, not from our YAML.
+    # Values from docs/formats.md, not from our YAML.
     t1 = load_task("arqmath-3-task1")
     assert t1.output.format == "arqmath-task1-run"
     assert t1.output.max_results_per_topic == 1000

@@ -2,7 +2,7 @@
 
 Parsing goes through json/csv/ElementTree directly *and* the official readers of
 ``sharedtask.formats``; expected counts come from the real profile in
-reference/tasks-and-formats.md (387,740 arguments: 338,620 / 21,197 / 14,353 / 13,522 / 48).
+docs/formats.md (387,740 arguments: 338,620 / 21,197 / 14,353 / 13,522 / 48).
 """
 
 from __future__ import annotations

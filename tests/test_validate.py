@@ -1,7 +1,7 @@
 """The run validator: every rule with a failing and a passing case.
 
 Runs are written as bytes into tmp files in the official layouts; expectations come
-from the format references (reference/tasks-and-formats.md, evaluation.md) and, for
+from the format references (docs/formats.md, docs/evaluation.md) and, for
 trec_eval's tie handling, from pytrec_eval itself.
 """
 

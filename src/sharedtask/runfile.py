@@ -2,7 +2,7 @@
 
 ``tira.check_format`` (format ``run.txt``) looks for ``run.txt`` or
 ``run.txt.gz`` at the top of ``$outputDir`` and refuses an output with both
-(reference/tasks-and-formats.md, "The TIRA execution contract"). The validator,
+(docs/task-contract.md, "The execution contract"). The validator,
 the evaluator and the sandbox all use this one lookup.
 """
 

@@ -4,7 +4,7 @@ A spec may ``extends:`` base specs (``tasks/_base/*.yml``); mappings are merged
 key by key (the extending file wins), everything else is replaced. The merged
 document is checked against ``tasks/task.schema.json`` on every load, and an
 error names the file that supplied the offending value and the path inside it.
-Code reads contracts from here and never hard-codes them (design.md).
+Code reads contracts from here and never hard-codes them (docs/architecture.md).
 """
 
 from __future__ import annotations

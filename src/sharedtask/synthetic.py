@@ -3,7 +3,7 @@
 Why: readers, validators, evaluators and indexers must be measured at the real scale
 (1 GB args.me file, 1.4M ARQMath answers / 28M formulae, 10M-line runs), but the real
 data cannot be shipped. These generators write the official formats
-(``/work/shared/reference/tasks-and-formats.md``, the same builders as the bundled
+(docs/formats.md, the same builders as the bundled
 samples in :mod:`sharedtask.samples`) with realistic sizes and a Zipf-like vocabulary,
 so that throughput, memory and Lucene indexing behave as on the real data.
 

@@ -28,7 +28,7 @@ from lucene_baseline.pipeline import build_index, search
 
 log = logging.getLogger("baseline")
 
-#: ARQMath-3 Task 3 answer limit (reference/tasks-and-formats.md; spec max_answer_chars).
+#: ARQMath-3 Task 3 answer limit (docs/formats.md; spec max_answer_chars).
 MAX_CHARS = 1200
 #: Candidates fetched per topic, in case the best ones are empty after cleaning.
 CANDIDATES = 10

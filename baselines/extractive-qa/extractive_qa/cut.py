@@ -2,7 +2,7 @@
 
 ARQMath-3 Task 3 answers are at most 1,200 Unicode characters and should not break a
 formula: the validator warns on an odd number of unescaped ``$``
-(reference/tasks-and-formats.md). We cut after the last sentence end (``.``, ``!``,
+(docs/formats.md). We cut after the last sentence end (``.``, ``!``,
 ``?`` followed by a space) that lies outside any formula; failing that, at the last
 space outside a formula; failing that, before the formula that crosses the limit.
 """

@@ -4,7 +4,7 @@
 
 Reads ``$inputDataset`` (``topics.xml`` with B.x topics, ``formulas/*.tsv``) and
 writes ``$outputDir/run.txt`` in the 6-column Task 2 layout
-``Topic_Id Formula_Id Post_Id Rank Score Run_Tag`` (reference/tasks-and-formats.md).
+``Topic_Id Formula_Id Post_Id Rank Score Run_Tag`` (docs/formats.md).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def untie(ranked: list[tuple[Formula, float]]) -> list[tuple[Formula, float]]:
     """Make scores strictly follow the rank order, as Anserini's ScoreTiesAdjusterReranker does.
 
     Evaluation tools re-sort by score and break ties their own way (trec_eval: docno
-    descending, reference/evaluation.md); rounding to 1e-4 and taking 1e-6 off per
+    descending, docs/evaluation.md); rounding to 1e-4 and taking 1e-6 off per
     tied position keeps our order, and therefore our score, the same everywhere.
     """
     out: list[tuple[Formula, float]] = []

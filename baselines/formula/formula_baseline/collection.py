@@ -1,7 +1,7 @@
 """The retrievable formulae of an ARQMath formula index, one per visually distinct formula.
 
 Task 2 is scored per visual id: the evaluation keeps only the best-ranked instance
-of each visual id (reference/evaluation.md, "ARQMath Task 2"), so returning two
+of each visual id (docs/evaluation.md, "ARQMath Task 2"), so returning two
 instances of one visual formula only wastes result slots. We therefore index one
 representative instance per visual id (the first in file order; the formula files
 are read sorted, so the choice is stable) and fall back to the LaTeX string as the

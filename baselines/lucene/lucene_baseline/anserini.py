@@ -3,7 +3,7 @@
 Why the CLI and this version: the Anserini 1.7.1 fat jar (shipped inside the
 pyserini 1.6.0 sdist, Lucene 9) indexes and searches fully offline, while the
 one inside pyserini 2.4.0 dies at start-up under ``--network none``
-(reference/docker-on-these-machines.md). Flags below were checked against
+(docker/README.md). Flags below were checked against
 ``java -cp anserini-1.7.1-fatjar.jar io.anserini.search.SearchCollection -options``.
 
 Determinism (checked in the 1.7.1 bytecode and source): SearchCollection sorts
@@ -97,7 +97,7 @@ def ensure_resolvable_hostname() -> None:
     """Make the container's host name resolvable, so log4j does not print a stack trace.
 
     Anserini's log4j looks the host name up at start-up; with ``--network none``
-    and a random container name that fails noisily (reference/docker-on-these-machines.md).
+    and a random container name that fails noisily (docker/README.md).
     Harmless either way: when /etc/hosts is not writable we only say so.
     """
     name = socket.gethostname()

@@ -1,4 +1,4 @@
-"""The TIRA execution contract as the baselines see it (reference/tasks-and-formats.md).
+"""The TIRA execution contract as the baselines see it (docs/formats.md).
 
 Input: ``$inputDataset`` (read-only, default ``/tira-data/input``). Output:
 ``$outputDir/run.txt`` (default ``/tira-data/output``). Scratch space (converted

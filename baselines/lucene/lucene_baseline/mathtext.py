@@ -9,7 +9,7 @@ operators become words (``^`` -> ``sup``, ``=`` -> ``eq``). Documents and
 queries go through the same function, so they meet in the same vocabulary.
 
 Formulae in posts and topics are ``<span class="math-container" id="...">$...$</span>``
-(reference/tasks-and-formats.md, "Posts XML"); ``$`` delimiters are stripped defensively.
+(docs/formats.md, "ARQMath"); ``$`` delimiters are stripped defensively.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Touché Task 1 input -> Anserini documents and queries.
 
 Documents: each args.me argument's conclusion followed by the text of its premises
-(the official Touché Lucene baselines indexed the same text; reference/tasks-and-formats.md).
+(the official Touché Lucene baselines indexed the same text; docs/formats.md).
 Queries: topic titles (the 2021 topics have nothing else).
 
 Reading the JSON is most of the conversion, and debateorg.json is 87 % of the corpus,

@@ -22,7 +22,7 @@ from sharedtask.errors import SharedTaskError
 # the variable keep their value.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# Order here is the order in `sharedtask --help`: the flow of design.md.
+# Order here is the order in `sharedtask --help`: the flow of docs/architecture.md.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "tasks",
     "sample",

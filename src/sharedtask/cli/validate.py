@@ -1,6 +1,6 @@
 """``sharedtask validate RUN --task ID``: check a run before it costs a team its result.
 
-Exit codes (design.md): 0 valid (warnings allowed), 1 invalid, 2 could not run.
+Exit codes (docs/architecture.md): 0 valid (warnings allowed), 1 invalid, 2 could not run.
 """
 
 from __future__ import annotations

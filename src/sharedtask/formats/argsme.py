@@ -1,7 +1,7 @@
 """args.me corpus JSON (Touché Task 1), streamed one argument at a time.
 
 Each corpus file is ``{"arguments": [ {...}, ... ]}`` and the debateorg file is about
-1 GB (reference/tasks-and-formats.md), so it is never loaded whole: a chunked reader
+1 GB (docs/formats.md), so it is never loaded whole: a chunked reader
 keeps a window of the text and ``json.JSONDecoder.raw_decode`` (the C scanner)
 decodes one array element at a time. When an element runs past the end of the
 window, the window grows by one chunk and decoding is retried; memory is bounded by

@@ -2,7 +2,7 @@
 
 Posts: ``<posts><row Id=.. PostTypeId=.. ParentId=.. Score=.. Body=.. Title=.. Tags=../>``,
 PostTypeId 1 = question, 2 = answer; Body is HTML with formula spans
-(reference/tasks-and-formats.md). The files are several GB, so they are parsed with
+(docs/formats.md). The files are several GB, so they are parsed with
 expat (the parser under ElementTree) fed in 1 MiB chunks and with element handlers
 only: no element tree is ever built, memory stays flat and the current line is known
 for error messages.

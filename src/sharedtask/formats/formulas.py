@@ -3,7 +3,7 @@
 Header v3: ``id post_id thread_id type comment_id old_visual_id visual_id issue formula``;
 header v2: ``id post_id thread_id type visual_id formula``. Written with csv
 QUOTE_MINIMAL, so read with the csv module, a tab delimiter and a raised field size
-limit (reference/tasks-and-formats.md). Identifiers stay strings, as in runs and qrels.
+limit (docs/formats.md). Identifiers stay strings, as in runs and qrels.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def read_formula_index(spec: PathLike) -> Iterator[FormulaRecord]:
 
 
 def load_visual_ids(spec: PathLike, only: Collection[str] | None = None) -> dict[str, str]:
-    """Map formula id -> visual id (Task 2 evaluation, reference/evaluation.md).
+    """Map formula id -> visual id (Task 2 evaluation, docs/evaluation.md).
 
     ``only`` restricts the map to the given formula ids: the full index has 28M
     formulae, a run mentions at most a few hundred thousand.

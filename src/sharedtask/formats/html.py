@@ -1,7 +1,7 @@
 """Math Stack Exchange HTML as used in ARQMath posts and topics: formula spans and plain text.
 
 Each formula is ``<span class="math-container" id="FORMULA_ID">LATEX</span>``
-(reference/tasks-and-formats.md); the LaTeX may still carry ``$``/``$$``
+(docs/formats.md); the LaTeX may still carry ``$``/``$$``
 delimiters, which are stripped defensively.
 """
 

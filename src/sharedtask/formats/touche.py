@@ -2,7 +2,7 @@
 
 ``<topics><topic><number>1</number><title>…</title><description>…</description>
 <narrative>…</narrative></topic>…</topics>``; 2020 has description and narrative,
-2021 titles only (reference/tasks-and-formats.md).
+2021 titles only (docs/formats.md).
 """
 
 from __future__ import annotations

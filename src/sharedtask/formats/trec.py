@@ -1,6 +1,6 @@
 """TREC-style runs (TREC, ARQMath Tasks 1-3) and qrels: streaming readers, bulk loaders, writers.
 
-Column layouts and the lenient variants follow ``reference/tasks-and-formats.md``:
+Column layouts and the lenient variants follow ``docs/formats.md``:
 
 * ``trec``           ``qid Q0 docno rank score tag`` (Touché; spaces or tabs)
 * ``arqmath-task1``  ``Topic_Id Post_Id Rank Score Run_Tag``; *lenient*: the 6-column TREC
@@ -132,7 +132,7 @@ def detect_layout(line: str) -> str:
     """Guess the run layout from one line.
 
     ARQMath topic ids say the task (``B.x`` = Task 2, ``A.x`` = Task 1 or 3, see
-    reference/tasks-and-formats.md); otherwise the column count decides.
+    docs/formats.md); otherwise the column count decides.
     """
     parts = line.split()
     if not parts:
@@ -241,7 +241,7 @@ class RunReader:
                 topic, doc, rank, score, tag = parts
                 off = 1
             elif n == 6:
-                # lenient: 6-column TREC form (reference/tasks-and-formats.md, ARQMath runs)
+                # lenient: 6-column TREC form (docs/formats.md, ARQMath runs)
                 if parts[1] not in _Q0:
                     raise FormatError(
                         path, f"a 6-column Task 1 line needs Q0 in column 2, found {parts[1]!r}",
@@ -326,7 +326,7 @@ def load_run_dict(
 
     Split-based and record-free because evaluation of 10M-line runs must stay close
     to pytrec_eval's own speed. Duplicates of (topic, doc): ``first`` keeps the first
-    occurrence (the ARQMath procedure, reference/evaluation.md), ``last`` mimics
+    occurrence (the ARQMath procedure, docs/evaluation.md), ``last`` mimics
     building the dict naively, ``error`` refuses like trec_eval does. For Task 2 the
     doc is the formula id. Task 3 runs have no doc ids: use :func:`read_run`.
     """
@@ -409,7 +409,7 @@ def _rel(path: PathLike, value: str, line: str, lineno: int) -> int:
         return int(value)
     except ValueError:
         pass
-    # lenient: float relevance such as "2.0" (reference/tasks-and-formats.md, Touché qrels)
+    # lenient: float relevance such as "2.0" (docs/formats.md, Touché qrels)
     try:
         f = float(value)
     except ValueError:

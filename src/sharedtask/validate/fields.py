@@ -4,7 +4,7 @@ The hot loop only splits lines and groups them by topic; these functions run on
 the columns of a whole topic at once (C-level list/str operations) and fall back
 to per-value checks only when the quick test fails.
 
-Sources: reference/tasks-and-formats.md (layouts, TIRA's check), reference/evaluation.md
+Sources: docs/formats.md (layouts, TIRA's check), docs/evaluation.md
 (how trec_eval reads scores: C ``atof``, so ``1_000`` reads as 1 and ``١`` as 0).
 """
 
@@ -50,7 +50,7 @@ ARQ1 = Layout(
     "arqmath-task1-run", ("Topic_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1, 0, 1, 2, 3, 4,
     tira_compatible=False,  # TIRA's check demands exactly 6 columns
 )
-# Lenient variant (reference/tasks-and-formats.md): TREC with Q0, accepted by the official scripts.
+# Lenient variant (docs/formats.md): TREC with Q0, accepted by the official scripts.
 ARQ1_TREC = Layout(
     "arqmath-task1-run (6-column TREC variant)", ("Topic_Id", "Q0", "Post_Id", "Rank", "Score", "Run_Tag"),
     "\t", -1, 0, 2, 3, 4, 5, q0=1,
@@ -335,7 +335,7 @@ def check_ids(
     index: int,
     rows: Sequence[Sequence[str]],
 ) -> None:
-    """Error for each id not fully matching the task's pattern (reference: the severity rule of issue 3)."""
+    """Error for each id not fully matching the task's pattern (the severity rule of docs/findings.md)."""
     if pattern is None or bulk_fullmatch(pattern, values):
         return
     for k, value in enumerate(values):

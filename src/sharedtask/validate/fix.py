@@ -4,7 +4,7 @@ Normalization, per topic (topics keep their order of first appearance):
 1. lines the validator could not read (blank, comments, wrong column count, bad
    encoding, non-numeric or non-finite score) are dropped;
 2. duplicate documents are dropped, the first occurrence kept (what the ARQMath
-   scripts do, reference/evaluation.md);
+   scripts do, docs/evaluation.md);
 3. lines are sorted by score descending, ties broken by docno descending (byte-wise,
    = strcmp): exactly the order trec_eval gives the original run, so the fixed run
    means what the original meant to trec_eval;

@@ -5,7 +5,7 @@ here in one go when it ends: whole-column operations (``set``, ``list ==``,
 ``map(float)``, one translate or regex over the joined ids, numpy for ties) keep
 the cost per line low.
 
-How the peers read a ranking (reference/evaluation.md):
+How the peers read a ranking (docs/evaluation.md):
 * trec_eval ignores the rank column, sorts by score descending and breaks ties by
   docno descending (``strcmp``); duplicate docnos make it refuse the run;
 * pytrec_eval-terrier 0.5.11 (= trec_eval 9.0.8) stores scores as 32-bit floats,
@@ -445,7 +445,7 @@ def _ties(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int 
                 out.count_only(Severity.WARNING, "RUN-TIE")
                 continue
             _tie_finding(ctx, topic, docs, ranks, scores, lines, members)
-    # pytrec_eval-terrier 0.5.11 (trec_eval 9.0.8) keeps scores as C float: reference/evaluation.md.
+    # pytrec_eval-terrier 0.5.11 (trec_eval 9.0.8) keeps scores as C float: docs/evaluation.md.
     try:
         f32 = array("f", distinct)  # type: ignore[arg-type]
     except (OverflowError, TypeError):
@@ -484,7 +484,7 @@ def _list(items: object, limit: int = _SHOW) -> str:
 
 
 def _answers(ctx: RankingContext, topic: str, rows: Sequence[Sequence[str]], lines: list[int]) -> None:
-    """ARQMath-3 Task 3 (reference/tasks-and-formats.md): one answer, <= 1,200 chars, rank 1, $ balance."""
+    """ARQMath-3 Task 3 (docs/formats.md): one answer, <= 1,200 chars, rank 1, $ balance."""
     out = ctx.out
     lay = ctx.layout
     if len(rows) > 1:

@@ -6,7 +6,7 @@ trailing/leading whitespace, UTF-8 decoding, non-ASCII) and only chunks that fai
 are looked at line by line, so a clean 10M-line run costs one decode and one
 ``split`` per chunk. Every count and finding is the same wherever chunks are cut.
 
-Why these rules (reference/tasks-and-formats.md, TIRA's ``check_format.py``):
+Why these rules (docs/formats.md, TIRA's ``check_format.py``):
 TIRA reads ``run.txt`` in text mode, so a lone CR starts a new line for it and a
 BOM becomes part of the first topic id; it splits on Unicode whitespace (``\\s+``)
 while trec_eval splits on ASCII whitespace only, so a no-break space or U+001C is
