@@ -113,3 +113,18 @@ def test_truncated_posts_always_fail(tmp_path: Path) -> None:
         path.write_bytes(data[:cut])
         with pytest.raises(FormatError):
             list(READERS["arqmath-posts-xml"](path))
+
+
+def test_one_run_layout_table_feeds_readers_validator_and_schema() -> None:
+    """The task schema's run formats, the readers' layouts and the validator's layouts are one table."""
+    import json
+
+    from sharedtask.formats import trec
+    from sharedtask.formats.layouts import BY_SHORT, RUN_LAYOUTS
+    from sharedtask.validate import engine
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "tasks" / "task.schema.json").read_text())
+    assert schema["properties"]["output"]["properties"]["format"]["enum"] == list(RUN_LAYOUTS)
+    assert trec.LAYOUTS == tuple(BY_SHORT)
+    assert {name: engine.LAYOUTS[name].columns for name in RUN_LAYOUTS} == {n: lay.columns for n, lay in RUN_LAYOUTS.items()}
+    assert trec.COLUMNS["arqmath-task2"] == "Topic_Id Formula_Id Post_Id Rank Score Run_Tag"  # docs/formats.md

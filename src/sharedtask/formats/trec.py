@@ -26,6 +26,7 @@ from operator import itemgetter
 from typing import IO, Literal, NamedTuple
 
 from sharedtask.errors import FormatError
+from sharedtask.formats.layouts import BY_SHORT
 from sharedtask.formats._io import (
     DECODE_ERRORS,
     PathLike,
@@ -35,15 +36,10 @@ from sharedtask.formats._io import (
 )
 
 Layout = Literal["trec", "arqmath-task1", "arqmath-task2", "arqmath-task3"]
-LAYOUTS: tuple[str, ...] = ("trec", "arqmath-task1", "arqmath-task2", "arqmath-task3")
+LAYOUTS: tuple[str, ...] = tuple(BY_SHORT)
 
 #: Column names per layout, for error messages and documentation.
-COLUMNS: dict[str, str] = {
-    "trec": "qid Q0 docno rank score tag",
-    "arqmath-task1": "Topic_Id Post_Id Rank Score Run_Tag",
-    "arqmath-task2": "Topic_Id Formula_Id Post_Id Rank Score Run_Tag",
-    "arqmath-task3": "Topic_Id Rank Score Run_Tag Sources Answer",
-}
+COLUMNS: dict[str, str] = {short: layout.column_text() for short, layout in BY_SHORT.items()}
 
 # Column 2 of a TREC run: trec_eval ignores it; "Q0" is the convention, "0" is common.
 _Q0 = frozenset({"Q0", "q0", "0"})

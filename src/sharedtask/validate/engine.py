@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.validate.arqmath import check_file_name
-from sharedtask.validate.fields import ARQ1, ARQ1_TREC, LAYOUTS, Layout
+from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
+from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
 from sharedtask.validate.model import DEFAULT_LIMIT_PER_CODE, Collector, RunStats, ValidationResult
 from sharedtask.validate.ranking import RankingContext, TopicState, finish_topic
 from sharedtask.validate.structure import TIRA_MAX_BYTES, Scanner

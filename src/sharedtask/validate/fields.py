@@ -1,4 +1,4 @@
-"""Column layouts of the run formats and the per-field rules.
+"""The per-field rules of a run (ids, ranks, scores); the layouts come from sharedtask.formats.layouts.
 
 The hot loop only splits lines and groups them by topic; these functions run on
 the columns of a whole topic at once (C-level list/str operations) and fall back
@@ -13,64 +13,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from sharedtask.formats.layouts import Layout
 from sharedtask.validate.model import Collector
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where each field sits in a line of one run format."""
-
-    name: str
-    columns: tuple[str, ...]
-    sep: str | None  # None: any whitespace (TREC); "\t": tab separated (ARQMath)
-    maxsplit: int  # -1, or 5 for Task 3 whose last column (the answer) holds spaces
-    topic: int
-    doc: int | None  # the key that must be unique per topic (docno / post id / formula id)
-    rank: int
-    score: int
-    tag: int
-    q0: int | None = None
-    post: int | None = None  # Task 2: the post holding the formula
-    answer: int | None = None  # Task 3
-    sources: int | None = None  # Task 3
-    tira_compatible: bool = True  # can TIRA's run.txt check accept this layout at all?
-
-    @property
-    def ncol(self) -> int:
-        return len(self.columns)
-
-    def column_text(self) -> str:
-        return " ".join(self.columns)
-
-
-TREC = Layout("trec-run", ("qid", "Q0", "docno", "rank", "score", "tag"), None, -1, 0, 2, 3, 4, 5, q0=1)
-ARQ1 = Layout(
-    "arqmath-task1-run", ("Topic_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1, 0, 1, 2, 3, 4,
-    tira_compatible=False,  # TIRA's check demands exactly 6 columns
-)
-# Lenient variant (docs/formats.md): TREC with Q0, accepted by the official scripts.
-ARQ1_TREC = Layout(
-    "arqmath-task1-run (6-column TREC variant)", ("Topic_Id", "Q0", "Post_Id", "Rank", "Score", "Run_Tag"),
-    "\t", -1, 0, 2, 3, 4, 5, q0=1,
-)
-ARQ2 = Layout(
-    "arqmath-task2-run", ("Topic_Id", "Formula_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1,
-    0, 1, 3, 4, 5, post=2,
-)
-ARQ3 = Layout(
-    "arqmath-task3-run", ("Topic_Id", "Rank", "Score", "Run_Tag", "Sources", "Answer"), "\t", 5,
-    0, None, 1, 2, 3, sources=4, answer=5,
-    tira_compatible=False,  # the answer holds spaces and column 4 is the tag, not an integer rank
-)
-
-LAYOUTS: dict[str, Layout] = {
-    "trec-run": TREC,
-    "arqmath-task1-run": ARQ1,
-    "arqmath-task2-run": ARQ2,
-    "arqmath-task3-run": ARQ3,
-}
 
 
 def column_of(parts: Sequence[str], index: int) -> int:

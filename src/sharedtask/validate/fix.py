@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.validate import engine
-from sharedtask.validate.fields import Layout
+from sharedtask.formats.layouts import Layout
 from sharedtask.validate.model import ValidationResult
 from sharedtask.runfile import find_run_file
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sharedtask.findings import Severity
-from sharedtask.validate.fields import Layout, check_ids, column_of, parse_ranks, parse_scores, rank_strings
+from sharedtask.formats.layouts import Layout
+from sharedtask.validate.fields import check_ids, column_of, parse_ranks, parse_scores, rank_strings
 from sharedtask.validate.model import Collector
 
 if TYPE_CHECKING:
