@@ -34,7 +34,7 @@ from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -327,6 +327,109 @@ class ArqmathCounts:
     formula_files: int
 
 
+class _FormulaIndex:
+    """The formula index TSVs (v3), a new file every ``rows_per_file`` rows."""
+
+    def __init__(self, folder: Path, rows_per_file: int) -> None:
+        self.folder, self.rows_per_file = folder, rows_per_file
+        self.files = 0
+        self.rows_in_file = 0
+        self.handle: IO[str] | None = None
+        self.writer: Any = None
+
+    def row(self, values: list[object]) -> None:
+        if self.handle is None or self.rows_in_file >= self.rows_per_file:
+            self.close()
+            self.files += 1
+            self.handle = (self.folder / f"{self.files}.tsv").open("w", encoding="utf-8", newline="")
+            self.writer = csv.writer(self.handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+            self.writer.writerow(FORMULA_TSV_HEADER)
+            self.rows_in_file = 0
+        self.writer.writerow(values)
+        self.rows_in_file += 1
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+class _ArqmathPosts:
+    """The posts of the synthetic collection, one ``<row>`` at a time, with their formulae.
+
+    One random stream drives everything, so the order of the draws below is part of the
+    output: changing it changes every file (tests/test_synthetic.py pins the figures)."""
+
+    def __init__(self, rng: random.Random, vocab: Vocabulary, pool: list[str], index: _FormulaIndex) -> None:
+        self.rng, self.vocab, self.pool, self.index = rng, vocab, pool, index
+        self.pool_attr = [xml_attr(html_escape(tex)) for tex in pool]
+        self.pool_cum = list(itertools.accumulate(1.0 / (r + 1.5) for r in range(len(pool))))
+        self.pool_index = range(len(pool))
+        self.questions = array("q")
+        self.formula_id = 0
+        self.comment_id = 0
+
+    def spans(self, post_id: int, thread_id: int, kind: str, k: int) -> list[str]:
+        """Draw ``k`` formulae, write their index rows, return their escaped spans."""
+        rng, pool = self.rng, self.pool
+        out = []
+        for idx in rng.choices(self.pool_index, cum_weights=self.pool_cum, k=k):
+            self.formula_id += 1
+            visual = idx + 1
+            issue, old = "", visual
+            r = rng.random()
+            if r < 0.004:
+                issue, old = "v", visual + len(pool)  # docs/formats.md: visual id reassigned
+            elif r < 0.006:
+                self.index.row([self.formula_id, post_id, thread_id, kind, "", visual, visual, "d", pool[idx]])  # gone from the post
+                continue
+            self.index.row([self.formula_id, post_id, thread_id, kind, "", old, visual, issue, pool[idx]])
+            out.append(f"{_SPAN_OPEN}{self.formula_id}{_SPAN_MID}${self.pool_attr[idx]}${_SPAN_CLOSE}")
+        return out
+
+    def body(self, post_id: int, thread_id: int, kind: str, mean_formulae: float, words: list[str]) -> str:
+        """Paragraphs of ``words`` with formula spans interleaved, escaped for an XML attribute."""
+        k = min(60, int(self.rng.expovariate(1 / mean_formulae))) if mean_formulae else 0
+        parts = self.spans(post_id, thread_id, kind, k)
+        out: list[str] = [_P_OPEN]
+        step = max(1, len(words) // (len(parts) + 1))
+        for i, span in enumerate(parts):
+            out.append(" ".join(words[i * step:(i + 1) * step]))
+            out.append(" " + span + " ")
+            if i % 4 == 3:
+                out.append(_P_CLOSE + _PAR_BREAK + _P_OPEN)
+        out.append(" ".join(words[len(parts) * step:]))
+        out.append(_P_CLOSE + xml_attr("\n"))
+        return "".join(out)
+
+    def question(self, post_id: int, created: str, text: list[str]) -> str:
+        rng = self.rng
+        self.questions.append(post_id)
+        title_words = " ".join(text[:rng.randint(4, 10)])
+        title_spans = self.spans(post_id, post_id, "title", 1 if rng.random() < 0.6 else 0)
+        title = title_words + (" " + title_spans[0] if title_spans else "")
+        tags = "".join(f"&lt;{w}&gt;" for w in dict.fromkeys(self.vocab.draw(rng, rng.randint(1, 4))) if "." not in w) \
+            or "&lt;calculus&gt;"
+        return (f'  <row Id="{post_id}" PostTypeId="1" CreationDate="{created}" Score="{rng.randint(-2, 50)}" '
+                f'ViewCount="{rng.randint(10, 20000)}" Body="{self.body(post_id, post_id, "question", 7.5, text)}" '
+                f'OwnerUserId="{rng.randint(1, 500000)}" LastActivityDate="{created}" Title="{title}" '
+                f'Tags="{tags}" AnswerCount="{rng.randint(0, 5)}" CommentCount="{rng.randint(0, 6)}" />\n')
+
+    def answer(self, post_id: int, created: str, text: list[str]) -> str:
+        rng = self.rng
+        # answers go mostly to recent questions, like a live Q&A site
+        parent = self.questions[max(0, len(self.questions) - 1 - int(rng.expovariate(1 / 200)))]
+        line = (f'  <row Id="{post_id}" PostTypeId="2" ParentId="{parent}" CreationDate="{created}" '
+                f'Score="{rng.randint(-2, 80)}" Body="{self.body(post_id, parent, "answer", 11.5, text)}" '
+                f'OwnerUserId="{rng.randint(1, 500000)}" LastActivityDate="{created}" CommentCount="{rng.randint(0, 6)}" />\n')
+        for _ in range(min(30, int(rng.expovariate(1 / 3.5)))):  # formulae in comments
+            self.comment_id += 1
+            self.formula_id += 1
+            idx = rng.choices(self.pool_index, cum_weights=self.pool_cum)[0]
+            self.index.row([self.formula_id, post_id, parent, "comment", self.comment_id, idx + 1, idx + 1, "", self.pool[idx]])
+        return line
+
+
 def write_arqmath(outdir: Path, answers: int, seed: int = 0, topics: int = 100, judged_per_topic: int = 50,
                   rows_per_tsv: int = 1_000_000, mean_body_words: int = 70) -> ArqmathCounts:
     """Write ``Posts.xml``, ``formulas/*.tsv`` (v3), ``topics.xml`` (A.x) and qrels.
@@ -338,67 +441,11 @@ def write_arqmath(outdir: Path, answers: int, seed: int = 0, topics: int = 100, 
     vocab = Vocabulary.zipf(rng, size=30_000)
     n_questions = max(1, round(answers * ARQMATH_QUESTIONS_PER_ANSWER))
     pool = _formula_pool(rng, max(200, min(400_000, int(answers * ARQMATH_FORMULAE_PER_ANSWER) // 20)))
-    pool_attr = [xml_attr(html_escape(tex)) for tex in pool]
-    pool_cum = list(itertools.accumulate(1.0 / (r + 1.5) for r in range(len(pool))))
-    pool_index = range(len(pool))
     inp = outdir / "input"
     (inp / "formulas").mkdir(parents=True, exist_ok=True)
     judged = _Reservoir(random.Random(seed + 1), topics * judged_per_topic)
-    questions = array("q")
-    formula_id = 0
-    comment_id = 0
-    rows_in_file = 0
-    file_no = 0
-    tsv_file: IO[str] | None = None
-    writer = None
-
-    def row(values: list[object]) -> None:
-        nonlocal rows_in_file, file_no, tsv_file, writer
-        if tsv_file is None or rows_in_file >= rows_per_tsv:
-            if tsv_file is not None:
-                tsv_file.close()
-            file_no += 1
-            tsv_file = (inp / "formulas" / f"{file_no}.tsv").open("w", encoding="utf-8", newline="")
-            writer = csv.writer(tsv_file, delimiter="\t", quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-            writer.writerow(FORMULA_TSV_HEADER)
-            rows_in_file = 0
-        writer.writerow(values)  # type: ignore[union-attr]
-        rows_in_file += 1
-
-    def spans(post_id: int, thread_id: int, kind: str, k: int) -> list[str]:
-        """Draw ``k`` formulae, write their index rows, return their escaped spans."""
-        nonlocal formula_id
-        out = []
-        for idx in rng.choices(pool_index, cum_weights=pool_cum, k=k):
-            formula_id += 1
-            visual = idx + 1
-            issue, old = "", visual
-            r = rng.random()
-            if r < 0.004:
-                issue, old = "v", visual + len(pool)  # reference: visual id reassigned
-            elif r < 0.006:
-                row([formula_id, post_id, thread_id, kind, "", visual, visual, "d", pool[idx]])  # gone from the post
-                continue
-            row([formula_id, post_id, thread_id, kind, "", old, visual, issue, pool[idx]])
-            out.append(f"{_SPAN_OPEN}{formula_id}{_SPAN_MID}${pool_attr[idx]}${_SPAN_CLOSE}")
-        return out
-
-    def body(post_id: int, thread_id: int, kind: str, mean_formulae: float, words: list[str]) -> str:
-        k = min(60, int(rng.expovariate(1 / mean_formulae))) if mean_formulae else 0
-        parts = spans(post_id, thread_id, kind, k)
-        text = words
-        # interleave: after every few words, a formula
-        out: list[str] = [_P_OPEN]
-        step = max(1, len(text) // (len(parts) + 1))
-        for i, span in enumerate(parts):
-            out.append(" ".join(text[i * step:(i + 1) * step]))
-            out.append(" " + span + " ")
-            if i % 4 == 3:
-                out.append(_P_CLOSE + _PAR_BREAK + _P_OPEN)
-        out.append(" ".join(text[len(parts) * step:]))
-        out.append(_P_CLOSE + xml_attr("\n"))
-        return "".join(out)
-
+    index = _FormulaIndex(inp / "formulas", rows_per_tsv)
+    posts = _ArqmathPosts(rng, vocab, pool, index)
     remaining_q, remaining_a = n_questions, answers
     post_id = 0
     minute = 0
@@ -417,41 +464,21 @@ def write_arqmath(outdir: Path, answers: int, seed: int = 0, topics: int = 100, 
                 post_id += rng.randint(1, 3)
                 minute += rng.randint(0, 3)
                 created = f"{2010 + minute // 525_600}-{minute // 43_800 % 12 + 1:02d}-{minute // 1440 % 28 + 1:02d}T{minute // 60 % 24:02d}:{minute % 60:02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}"
-                is_question = not questions or rng.random() * (remaining_q + remaining_a) < remaining_q
+                is_question = not posts.questions or rng.random() * (remaining_q + remaining_a) < remaining_q
                 if is_question and remaining_q:
                     remaining_q -= 1
-                    questions.append(post_id)
-                    title_words = " ".join(text[:rng.randint(4, 10)])
-                    title_spans = spans(post_id, post_id, "title", 1 if rng.random() < 0.6 else 0)
-                    title = title_words + (" " + title_spans[0] if title_spans else "")
-                    tags = "".join(f"&lt;{w}&gt;" for w in dict.fromkeys(vocab.draw(rng, rng.randint(1, 4))) if "." not in w) or "&lt;calculus&gt;"
-                    lines.append(
-                        f'  <row Id="{post_id}" PostTypeId="1" CreationDate="{created}" Score="{rng.randint(-2, 50)}" '
-                        f'ViewCount="{rng.randint(10, 20000)}" Body="{body(post_id, post_id, "question", 7.5, text)}" '
-                        f'OwnerUserId="{rng.randint(1, 500000)}" LastActivityDate="{created}" Title="{title}" '
-                        f'Tags="{tags}" AnswerCount="{rng.randint(0, 5)}" CommentCount="{rng.randint(0, 6)}" />\n')
+                    lines.append(posts.question(post_id, created, text))
                 else:
                     remaining_a -= 1
-                    # answers go mostly to recent questions, like a live Q&A site
-                    parent = questions[max(0, len(questions) - 1 - int(rng.expovariate(1 / 200)))]
-                    lines.append(
-                        f'  <row Id="{post_id}" PostTypeId="2" ParentId="{parent}" CreationDate="{created}" '
-                        f'Score="{rng.randint(-2, 80)}" Body="{body(post_id, parent, "answer", 11.5, text)}" '
-                        f'OwnerUserId="{rng.randint(1, 500000)}" LastActivityDate="{created}" CommentCount="{rng.randint(0, 6)}" />\n')
-                    for _ in range(min(30, int(rng.expovariate(1 / 3.5)))):  # formulae in comments
-                        comment_id += 1
-                        formula_id += 1
-                        idx = rng.choices(pool_index, cum_weights=pool_cum)[0]
-                        row([formula_id, post_id, parent, "comment", comment_id, idx + 1, idx + 1, "", pool[idx]])
+                    lines.append(posts.answer(post_id, created, text))
                     judged.offer(post_id)
             f.writelines(lines)
             progress.advance(task, batch)
         f.write("</posts>\n")
-    if tsv_file is not None:
-        tsv_file.close()
+    index.close()
     _write_arqmath_topics(inp / "topics.xml", rng, vocab, pool, topics)
     _write_arqmath_qrels(outdir / "truth" / "qrels.tsv", random.Random(seed + 2), judged.items, topics)
-    return ArqmathCounts(n_questions, answers, formula_id, file_no)
+    return ArqmathCounts(n_questions, answers, posts.formula_id, index.files)
 
 
 def _write_arqmath_topics(path: Path, rng: random.Random, vocab: Vocabulary, pool: list[str], n: int) -> None:
