@@ -64,8 +64,27 @@ def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
-def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Series]) -> str:
-    """SVG markup of a grouped bar chart (class "chart", one ``rect.bar`` per value)."""
+@dataclass(frozen=True)
+class _Frame:
+    """Where everything of one chart goes: bar and group widths, plot box, value scale."""
+
+    bar_w: float
+    group_w: float
+    inset: float
+    rotate: bool
+    plot_w: float
+    top: float
+    width: float
+    height: float
+    y_min: float
+    y_max: float
+    legend: list[tuple[float, float, Series]]
+
+    def y_of(self, v: float) -> float:
+        return self.top + PLOT_H * (self.y_max - v) / (self.y_max - self.y_min)
+
+
+def _frame(topics: list[str], series: list[Series]) -> _Frame:
     n = max(len(series), 1)
     bar_w = 14.0 if n <= 3 else max(3.0, 42.0 / n) if n <= 14 else 3.0
     group_gap = 10.0
@@ -73,86 +92,84 @@ def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Se
     if len(topics) * group_w < PLOT_MIN_W:  # few topics: widen the bars to fill the plot
         group_w = PLOT_MIN_W / max(len(topics), 1)
         bar_w = min(BAR_MAX_W, (group_w - group_gap) / n)
-    inset = (group_w - n * bar_w) / 2  # bars centred in their group
     longest = max((len(t) for t in topics), default=1)
     rotate = longest * CHAR_W > group_w - 2
     label_h = (longest * CHAR_W * 0.72 + 10) if rotate else 16
     plot_w = max(len(topics) * group_w, PLOT_MIN_W)
-
-    legend_items: list[tuple[float, float, Series]] = []
-    x, y, legend_w = 0.0, 0.0, plot_w
+    legend: list[tuple[float, float, Series]] = []
+    x, y = 0.0, 0.0
     for s in series:
-        width = 16 + len(s.name) * CHAR_W + 18
-        if x > 0 and x + width > legend_w:
+        item_w = 16 + len(s.name) * CHAR_W + 18
+        if x > 0 and x + item_w > plot_w:
             x, y = 0.0, y + 16
-        legend_items.append((x, y, s))
-        x += width
-    legend_h = (y + 16 + 8) if series else 0
-
-    top = MARGIN_T + legend_h
-    width = MARGIN_L + plot_w + MARGIN_R
-    height = top + PLOT_H + label_h + 30
-
+        legend.append((x, y, s))
+        x += item_w
+    top = MARGIN_T + ((y + 16 + 8) if series else 0)
     values = [v for s in series for v in s.values.values() if math.isfinite(v)]
     y_max = nice_ceiling(max(values, default=0.0))
     y_min = -nice_ceiling(-min(values)) if values and min(values) < 0 else 0.0
+    return _Frame(bar_w, group_w, (group_w - n * bar_w) / 2, rotate, plot_w, top, MARGIN_L + plot_w + MARGIN_R,
+                  top + PLOT_H + label_h + 30, y_min, y_max, legend)
 
-    def y_of(v: float) -> float:
-        return top + PLOT_H * (y_max - v) / (y_max - y_min)
 
-    out: list[str] = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{_num(width)}" height="{_num(height)}" '
-        f'viewBox="0 0 {_num(width)} {_num(height)}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-    ]
-    # legend
-    out.append(f'<g class="legend" transform="translate({MARGIN_L},{MARGIN_T})">')
-    for lx, ly, s in legend_items:
+def _legend(f: _Frame) -> list[str]:
+    out = [f'<g class="legend" transform="translate({MARGIN_L},{MARGIN_T})">']
+    for lx, ly, s in f.legend:
         out.append(
             f'<g class="legend-item"><rect x="{_num(lx)}" y="{_num(ly)}" width="11" height="11" rx="2" fill="{s.color}"/>'
             f'<text x="{_num(lx + 16)}" y="{_num(ly + 10)}">{escape(s.name)}</text></g>'
         )
     out.append("</g>")
-    # grid and y axis
-    out.append('<g class="axis y-axis">')
+    return out
+
+
+def _y_axis(f: _Frame, axis_label: str) -> list[str]:
+    out = ['<g class="axis y-axis">']
     ticks = 5
     for i in range(ticks + 1):
-        v = y_min + (y_max - y_min) * i / ticks
-        ty = y_of(v)
-        out.append(f'<line class="grid" x1="{MARGIN_L}" x2="{_num(MARGIN_L + plot_w)}" y1="{_num(ty)}" y2="{_num(ty)}"/>')
+        v = f.y_min + (f.y_max - f.y_min) * i / ticks
+        ty = f.y_of(v)
+        out.append(f'<line class="grid" x1="{MARGIN_L}" x2="{_num(MARGIN_L + f.plot_w)}" y1="{_num(ty)}" y2="{_num(ty)}"/>')
         out.append(f'<text x="{MARGIN_L - 6}" y="{_num(ty + 4)}" text-anchor="end">{_fmt(v)}</text>')
-    mid = top + PLOT_H / 2
+    mid = f.top + PLOT_H / 2
     out.append(
         f'<text class="axis-label" x="14" y="{_num(mid)}" text-anchor="middle" '
         f'transform="rotate(-90 14 {_num(mid)})">{escape(axis_label)}</text>'
     )
     out.append("</g>")
-    # bars
-    out.append('<g class="bars">')
-    zero_y = y_of(0.0)
+    return out
+
+
+def _bars(f: _Frame, topics: list[str], series: list[Series]) -> list[str]:
+    out = ['<g class="bars">']
+    zero_y = f.y_of(0.0)
     for ti, topic in enumerate(topics):
-        gx = MARGIN_L + ti * group_w + inset
+        gx = MARGIN_L + ti * f.group_w + f.inset
         for si, s in enumerate(series):
             if topic not in s.values:
                 continue
             v = s.values[topic]
-            vy = y_of(v) if math.isfinite(v) else zero_y  # nan/inf: a stub at zero, the tooltip tells
+            vy = f.y_of(v) if math.isfinite(v) else zero_y  # nan/inf: a stub at zero, the tooltip tells
             y0, h = (vy, zero_y - vy) if vy <= zero_y else (zero_y, vy - zero_y)
             if h < 1.5:  # keep zero bars visible (and hoverable) as a thin stub
                 y0, h = zero_y - 1.5, 1.5
             out.append(
-                f'<rect class="bar" x="{_num(gx + si * bar_w)}" y="{_num(y0)}" width="{_num(max(bar_w - 1, 1.5))}" '
+                f'<rect class="bar" x="{_num(gx + si * f.bar_w)}" y="{_num(y0)}" width="{_num(max(f.bar_w - 1, 1.5))}" '
                 f'height="{_num(h)}" fill="{s.color}"><title>{escape(s.name)} · topic {escape(topic)}: '
                 f"{_fmt(v)}</title></rect>"
             )
     out.append("</g>")
-    # x axis
-    base = top + PLOT_H
-    out.append('<g class="axis x-axis">')
-    out.append(f'<line class="baseline" x1="{MARGIN_L}" x2="{_num(MARGIN_L + plot_w)}" y1="{_num(zero_y)}" y2="{_num(zero_y)}"/>')
+    return out
+
+
+def _x_axis(f: _Frame, topics: list[str]) -> list[str]:
+    base = f.top + PLOT_H
+    zero_y = f.y_of(0.0)
+    out = ['<g class="axis x-axis">',
+           f'<line class="baseline" x1="{MARGIN_L}" x2="{_num(MARGIN_L + f.plot_w)}" y1="{_num(zero_y)}" y2="{_num(zero_y)}"/>']
     for ti, topic in enumerate(topics):
-        cx = MARGIN_L + ti * group_w + group_w / 2
-        if rotate:
+        cx = MARGIN_L + ti * f.group_w + f.group_w / 2
+        if f.rotate:
             out.append(
                 f'<text x="{_num(cx)}" y="{_num(base + 12)}" text-anchor="end" '
                 f'transform="rotate(-45 {_num(cx)} {_num(base + 12)})">{escape(topic)}</text>'
@@ -160,8 +177,19 @@ def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Se
         else:
             out.append(f'<text x="{_num(cx)}" y="{_num(base + 14)}" text-anchor="middle">{escape(topic)}</text>')
     out.append(
-        f'<text class="axis-label" x="{_num(MARGIN_L + plot_w / 2)}" y="{_num(height - 8)}" '
+        f'<text class="axis-label" x="{_num(MARGIN_L + f.plot_w / 2)}" y="{_num(f.height - 8)}" '
         f'text-anchor="middle">topic</text>'
     )
-    out.append("</g></svg>")
-    return "".join(out)
+    out.append("</g>")
+    return out
+
+
+def grouped_bars(title: str, axis_label: str, topics: list[str], series: list[Series]) -> str:
+    """SVG markup of a grouped bar chart (class "chart", one ``rect.bar`` per value)."""
+    f = _frame(topics, series)
+    head = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{_num(f.width)}" height="{_num(f.height)}" '
+        f'viewBox="0 0 {_num(f.width)} {_num(f.height)}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    return "".join([*head, *_legend(f), *_y_axis(f, axis_label), *_bars(f, topics, series), *_x_axis(f, topics), "</svg>"])
