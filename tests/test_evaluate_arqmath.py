@@ -18,7 +18,7 @@ import pytrec_eval
 
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.evaluate import evaluate
-from sharedtask.evaluate.lexical import token_f1, tokens
+from sharedtask.evaluate.task3 import math_tags, normalise, set_f1, tokens
 
 FIX = Path(__file__).parent / "fixtures" / "eval"
 T1 = FIX / "arqmath-task1"
@@ -166,29 +166,84 @@ def test_task2_without_formula_index_is_a_clear_error():
 
 
 def test_task3_ar_and_p1_by_hand():
+    """evaluate_task3_results_manual.py (approach0/pya0 f2852c9, eval-arqmath3/task3): AR and P@1 are
+    means over the topics whose answer has a judgment; 5 and 6 count 0."""
     result = evaluate(T3 / "run.tsv", "arqmath-3-task3", truth_dir=T3, per_topic=True)
-    # qrels topics A.301 A.302 A.303 A.304 A.306:
-    # A.301 answer = ans1 (whitespace differs) -> 3; A.302, A.303 answers unjudged -> 0;
-    # A.304 no answer -> 0; A.306 = ans8 graded 6 ("do not know") -> 0.
-    assert result.per_topic["ar"] == {"A.301": 3.0, "A.302": 0.0, "A.303": 0.0, "A.304": 0.0, "A.306": 0.0}
-    assert result.scores["ar"] == pytest.approx(3 / 5, abs=1e-6)
-    assert result.scores["p1"] == pytest.approx(1 / 5, abs=1e-6)
-    text = "\n".join(result.notes)
-    assert "2 answer(s) are not among the judged answers" in text
-    assert "1 extra line(s) ignored" in text
+    # A.301 = ans1 (whitespace differs) -> 3; A.302, A.303 unjudged texts; A.305 not in the qrels;
+    # A.306 = ans8 graded 6 ("do not know") -> 0. Judged: A.301 and A.306.
+    assert result.per_topic["ar"] == {"A.301": 3.0, "A.306": 0.0}
+    assert result.scores["ar"] == pytest.approx(3 / 2, abs=1e-12)
+    assert result.scores["p1"] == pytest.approx(1 / 2, abs=1e-12)
+    # our variant over all five qrels topics (A.301-A.304, A.306), missing/unjudged = 0
+    assert result.scores["ar_all_topics"] == pytest.approx(3 / 5, abs=1e-12)
+    assert result.scores["p1_all_topics"] == pytest.approx(1 / 5, abs=1e-12)
+    assert any("2 judged, 3 unjudged, 0 ambiguous" in note for note in result.notes)
+
+
+def test_task3_issue_example_official_averaging(tmp_path):
+    """qrels A.301=3, A.302=2, A.303=1; the run answers A.301 with the judged answer and A.303 with an
+    unjudged text: official AR 3.000, P@1 1.000; the all-topics variant 1.0 and 0.333."""
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "qrels.tsv").write_text("A.301\t0\t1\t3\nA.302\t0\t2\t2\nA.303\t0\t3\t1\n")
+    (truth / "answers.tsv").write_text("answer_id\ttopic\ttext\n1\tA.301\tGood answer.\n2\tA.302\tOther.\n"
+                                       "3\tA.303\tThird.\n")
+    run = tmp_path / "run.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tGood answer.\nA.303\t1\t1\tx\t\tSomething unjudged.\n")
+    result = evaluate(run, "arqmath-3-task3", truth_dir=truth)
+    assert result.scores["ar"] == 3.0 and result.scores["p1"] == 1.0
+    assert result.scores["ar_all_topics"] == pytest.approx(1.0)
+    assert result.scores["p1_all_topics"] == pytest.approx(1 / 3)
+
+
+def test_task3_official_map_file(tmp_path):
+    """The organizers' map (run name = file stem, topic, assessment id) decides, not the text."""
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "qrels.tsv").write_text("A.301\t0\td_1\t3\nA.301\t0\td_2\t0\nA.302\t0\td_3\t2\n")
+    # two assessed answers with the same text but different grades: text matching is ambiguous
+    (truth / "answers.tsv").write_text("answer_id\ttopic\ttext\nd_1\tA.301\tSame text.\n"
+                                       "d_2\tA.301\tSame text.\nd_3\tA.302\tB.\n")
+    run = tmp_path / "TeamX-task3-run1-auto-both-generate-P.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tSame text.\nA.302\t1\t1\tx\t\tB.\n")
+    by_text = evaluate(run, "arqmath-3-task3", truth_dir=truth, per_topic=True)
+    assert by_text.per_topic["ar"] == {"A.302": 2.0}  # A.301 ambiguous: left unjudged, not guessed
+    assert any("different grades" in n and "A.301: d_1, d_2" in n for n in by_text.notes)
+    mapping = tmp_path / "teams_document_id.tsv"
+    mapping.write_text("OtherRun\tA.301\td_1\n"
+                       "TeamX-task3-run1-auto-both-generate-P\tA.301\td_2\n"
+                       "TeamX-task3-run1-auto-both-generate-P\tA.302\td_3\n")
+    by_map = evaluate(run, "arqmath-3-task3", truth_dir=truth, per_topic=True, answer_map=mapping)
+    assert by_map.per_topic["ar"] == {"A.301": 0.0, "A.302": 2.0}
+    assert by_map.scores["ar"] == 1.0 and by_map.scores["p1"] == 0.5
+    with pytest.raises(SharedTaskError, match="no rows for run 'renamed'"):
+        renamed = tmp_path / "renamed.tsv"
+        renamed.write_bytes(run.read_bytes())
+        evaluate(renamed, "arqmath-3-task3", truth_dir=truth, answer_map=mapping)
+
+
+def test_task3_repeated_topic_is_refused_as_the_official_scripts_do(tmp_path):
+    run = tmp_path / "run.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tOne answer here.\nA.301\t2\t0.5\tx\t\tTwo answers here.\n")
+    with pytest.raises(SharedTaskError, match="topic A.301 is answered again .first on line 1."):
+        evaluate(run, "arqmath-3-task3", truth_dir=T3)
 
 
 def test_task3_lexical_overlap_by_hand():
+    """evaluate_task3_results_automatic.py (ARQMath-3): $ -> [MATH]/[/MATH] (consuming the character
+    before each $), whitespace collapsed, token SETS, mean over answered topics with references."""
     result = evaluate(T3 / "run.tsv", "arqmath-3-task3", truth_dir=T3, per_topic=True)
     lo = result.per_topic["lexical_overlap"]
-    # references (H+M): A.301 {ans1}; A.302 {ans4}; A.304 {ans7}; A.303 and A.306 have none -> excluded.
-    assert set(lo) == {"A.301", "A.302", "A.304"}
-    assert lo["A.301"] == pytest.approx(1.0)  # same tokens: the derivative of x2 is 2x
-    # A.302: system [area under curve is integral i think] (7) vs ref [integral is area under curve] (5):
-    # common 5, P = 5/7, R = 1, F1 = 2PR/(P+R) = 10/12
-    assert lo["A.302"] == pytest.approx(10 / 12, abs=1e-6)
-    assert lo["A.304"] == 0.0  # no answer
-    assert result.scores["lexical_overlap"] == pytest.approx((1 + 10 / 12 + 0) / 3, abs=1e-6)
+    # references (grade 2 or 3): A.301 {ans1}, A.302 {ans4}, A.304 {ans7}; A.304 is not answered:
+    # it drops out (the script only scores the run's lines).
+    assert set(lo) == {"A.301", "A.302"}
+    # A.301: both sides normalise to "The derivative of [MATH] x^ [/MATH] is [MATH] 2 [/MATH] ."
+    assert lo["A.301"] == pytest.approx(1.0)
+    # A.302: answer pre-tokens { The, area, under, a, curve, is, an, integral, ",", I, think, "."} (12)
+    # reference {An, integral, is, the, area, under, curve, "."} (8); common: integral is area under
+    # curve "." = 6 -> P = 1/2, R = 3/4, F1 = 0.6 (case matters: RoBERTa is cased)
+    assert lo["A.302"] == pytest.approx(0.6, abs=1e-12)
+    assert result.scores["lexical_overlap"] == pytest.approx(0.8, abs=1e-12)
     assert result.primary.key == "lexical_overlap"
 
 
@@ -201,7 +256,7 @@ def test_task3_run_with_no_judged_answer_gets_no_ar_or_p1(tmp_path):
     result = evaluate(run, "arqmath-3-task3", truth_dir=T3, per_topic=True)
     assert "ar" not in result.scores and "p1" not in result.scores
     assert any("AR and P@1 not computed" in note for note in result.notes)
-    assert set(result.per_topic["lexical_overlap"]) == {"A.301", "A.302", "A.304"}
+    assert set(result.per_topic["lexical_overlap"]) == {"A.301", "A.302"}
 
 
 def test_a_tira_output_directory_is_evaluated_through_its_run_txt(tmp_path):
@@ -213,12 +268,16 @@ def test_a_tira_output_directory_is_evaluated_through_its_run_txt(tmp_path):
     assert from_dir.scores == from_file.scores
 
 
-def test_squad_tokenizer():
-    assert tokens("The derivative of $x^2$ is $2x$.") == ["derivative", "of", "x2", "is", "2x"]
-    assert tokens("An apple, a pear; THE end!") == ["apple", "pear", "end"]
-    assert token_f1("x y z", "y z w") == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
-    assert token_f1("a b c", "b c d") == pytest.approx(0.8)  # "a" is an article: P = 2/2, R = 2/3
-    assert token_f1("", "") == 1.0 and token_f1("the", "x") == 0.0
+def test_lexical_overlap_normalisation_and_tokens():
+    # replace_dollars_with_math_tags consumes the character before each unescaped $
+    assert math_tags("a $x$ b") == "a [MATH]  [/MATH]  b"  # the x before the closing $ goes too
+    assert math_tags("$x$") == " [MATH]  [/MATH] "
+    assert math_tags("cost \\$5") == "cost \\$5"  # an escaped dollar stays
+    assert normalise("  [MATH] x [/MATH] [MATH] y [/MATH] ") == " [MATH] x y"
+    assert normalise("a\n\n b  ") == "a b"
+    assert tokens("x^2 = 4, isn't it") == {" x", "^", "2", " =", " 4", ",", " isn", "'t", " it"}
+    assert set_f1(frozenset({"a", "b"}), frozenset({"b", "c", "d"})) == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    assert set_f1(frozenset({"a"}), frozenset({"b"})) == 0.0  # the script divides by zero here
 
 
 # --- errors --------------------------------------------------------------------------------

@@ -342,6 +342,21 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
         raise SpecError(f"{path}: measures: duplicate measure {', '.join(dupes)} (same id and qrels_role)")
     if sum(bool(m.get("primary")) for m in doc["measures"]) > 1:
         raise SpecError(f"{path}: measures: more than one measure is marked primary")
+    _check_measures(doc, layers)
+
+
+def _check_measures(doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Every measure a spec names is registered for the task's family (sharedtask.measures)."""
+    from sharedtask import measures
+
+    known = measures.for_family(doc["family"])
+    for i, entry in enumerate(doc["measures"]):
+        if entry["id"] not in known:
+            owner = _owner(layers, ["measures", i, "id"])
+            what = "is not a registered measure" if entry["id"] not in measures.REGISTRY \
+                else f"does not apply to {doc['family']} tasks"
+            raise SpecError(f"{owner}: measures[{i}].id: {entry['id']!r} {what}",
+                            hint=f"measures for {doc['family']}: {', '.join(known)} (sharedtask.measures)")
 
 
 def load_task_file(path: Path) -> Task:

@@ -8,7 +8,8 @@ Public API::
     board = leaderboard({"runA": result_a, "runB": result_b}, "arqmath-3-task1", test="ttest")
     board.to_json(), board.to_csv(), board.table()
 
-Procedures: reference/evaluation.md; each measure carries the procedure it follows.
+Measures are declared in :mod:`sharedtask.measures` (the registry); their procedures
+and sources: docs/evaluation.md.
 """
 
 from sharedtask.evaluate.api import evaluate

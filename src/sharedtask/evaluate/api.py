@@ -9,26 +9,16 @@ task spec's ``measures`` (their ``key``), optionally narrowed by ``measures=``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from sharedtask import formats
 from sharedtask.errors import SharedTaskError
 from sharedtask.runfile import find_run_file
-from sharedtask.evaluate import arqmath, readers, touche, trec
+from sharedtask import measures as registry
+from sharedtask.evaluate import arqmath, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 Qrels = dict[str, dict[str, int]]
-
-AVERAGING = {
-    "arqmath-prime": ("trec_eval 9.0.8 without -c on the prime run (official ARQMath scripts): mean over "
-                      "the qrels topics with at least one judged result in the run; other topics drop out"),
-    "touche-official": ("clef21/evaluate.py: mean over the topics with at least one judged document "
-                        "in the run's top 5; other topics drop out"),
-    "trec_eval": "trec_eval 9.0.8 without -c: mean over the run's topics that are in the qrels",
-    "task3-manual": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
-    "task3-lo": "mean over the qrels topics with at least one known H+M answer; a topic without an answer counts 0",
-}
 
 
 def _load_task(task):
@@ -104,8 +94,13 @@ def evaluate(
     measures: list[str] | None = None,
     per_topic: bool = False,
     run_name: str | None = None,
+    answer_map: Path | None = None,
 ) -> EvaluationResult:
-    """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures."""
+    """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures.
+
+    ``answer_map`` (ARQMath-3 Task 3): the organizers' map file ``run_name, topic, answer id``
+    that ties each answer to its assessment; without it answers are matched by their text.
+    """
     task = _load_task(task)
     run_path = Path(run_path)
     if run_path.is_dir():  # a TIRA output directory: its run.txt / run.txt.gz
@@ -120,29 +115,32 @@ def evaluate(
         raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
                               f"({task.truth.file('relevance').path})", hint="or give --qrels FILE")
     readers.check_run_layout(run_path, task.output.format, task.id)
-    handler: Callable = {
-        "arqmath-task1": _arqmath_prime,
-        "arqmath-task2": _arqmath_prime,
-        "arqmath-task3": _arqmath_task3,
-        "touche": _touche,
-    }[task.family]
     result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
-    handler(task, run_path, specs, source, input_dir, result)
+    if task.family == "arqmath-task3":
+        _arqmath_task3(task, run_path, specs, source, answer_map, result)
+    elif task.family == "touche":
+        _touche(task, run_path, specs, source, result)
+    else:
+        _arqmath_prime(task, run_path, specs, source, input_dir, result)
     if not per_topic:
         result.per_topic = {}
     return result
 
 
-def _info(spec, averaging: str) -> MeasureInfo:
+def _info(spec) -> MeasureInfo:
+    measure = registry.get(spec.id)
     return MeasureInfo(key=spec.key, id=spec.id, label=spec.label, procedure=spec.procedure,
                        qrels_role=spec.qrels_role, primary=spec.primary, official=spec.official,
-                       averaging=AVERAGING[averaging])
+                       averaging=registry.AVERAGING[measure.averaging], source=measure.source,
+                       description=measure.description)
 
 
-def _store(result: EvaluationResult, info: MeasureInfo, values: dict[str, float], agg: str = "map") -> None:
+def _store(result: EvaluationResult, spec, values: dict[str, float]) -> None:
+    """Record a measure's per-topic values and their mean (trec_eval's own averaging)."""
+    info = _info(spec)
     result.measures.append(info)
     result.per_topic[info.key] = values
-    result.scores[info.key] = _mean(values, agg)
+    result.scores[info.key] = _mean(values, registry.get(spec.id).trec_eval or "map")
     result.topics_averaged[info.key] = len(values)
 
 
@@ -194,16 +192,18 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
             f"of the means (trec_eval without -c, as the official scripts run it): {', '.join(dropped[:10])}"
             + (" ..." if len(dropped) > 10 else ""))
     _order_notes(result, prime.order, "id")
-    by_level: dict[int, list[str]] = {}
-    for spec in specs:
-        name, level = arqmath.PRIME_MEASURES[spec.id]
-        by_level.setdefault(level, []).append(name)
-    values = {level: trec.per_topic(qrels, prime.run, names, relevance_level=level)
-              for level, names in by_level.items()}
-    for spec in specs:
-        name, level = arqmath.PRIME_MEASURES[spec.id]
-        per = {t: v[name] for t, v in values[level].items()}
-        _store(result, _info(spec, "arqmath-prime"), per, name)
+    for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
+        _store(result, spec, values)
+
+
+def _trec_eval(qrels: Qrels, run: dict[str, dict[str, float]], specs) -> list[dict[str, float]]:
+    """Per-topic values of trec_eval measures, one pytrec_eval pass per relevance level."""
+    wanted = [registry.get(spec.id) for spec in specs]
+    by_level: dict[int, set[str]] = {}
+    for m in wanted:
+        by_level.setdefault(m.relevance_level, set()).add(m.trec_eval)  # type: ignore[arg-type]
+    values = {level: trec.per_topic(qrels, run, names, relevance_level=level) for level, names in by_level.items()}
+    return [{t: v[m.trec_eval] for t, v in values[m.relevance_level].items()} for m in wanted]
 
 
 def _visual_ids(task, truth_dir: Path | None, input_dir: Path | None, wanted: set[str]) -> dict[str, str]:
@@ -236,70 +236,65 @@ def _known_answers(path: Path) -> dict[str, dict[str, str]]:
     return known
 
 
-def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
+def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path | None,
                    result: EvaluationResult) -> None:
     qrels = source.get("relevance")
-    run = arqmath.read_task3_run(run_path)
+    run = task3.read_task3_run(run_path)
     if not set(run.answers) & set(qrels):
         raise _no_overlap(set(run.answers), qrels)
     answers_path = _truth_path(task, source.truth_dir, "answers")
-    known = _known_answers(answers_path) if answers_path else {}
-    threshold = task.truth.relevant_threshold
-    if run.extra_lines:
-        result.notes.append(f"{run.extra_lines} extra line(s) ignored: Task 3 takes one answer per topic "
-                            "(the lowest rank)")
-    missing = len(set(qrels) - set(run.answers))
-    if missing:
-        result.notes.append(f"{missing} judged topic(s) have no answer in the run and count 0")
-    ar = p1 = None
-    judged = 0
+    if answers_path is None and (answer_map is None or any(s.id == "lexical_overlap" for s in specs)):
+        raise SharedTaskError("ARQMath-3 Task 3 needs the known answers (answers.tsv in --truth) to match answers "
+                              "to their assessments and to compute Lexical Overlap",
+                              hint="give --truth DIR (and --answer-map FILE for the organizers' map)")
+    inp = task3.Task3Input(run=run, qrels=qrels, known=_known_answers(answers_path) if answers_path else {},
+                           threshold=task.truth.relevant_threshold, max_chars=task.output.max_answer_chars or 1200)
+    mapping = task3.read_answer_map(answer_map, run_path.stem) if answer_map is not None else None
+    task3.judge(inp, mapping)
+    how = "through the answer map (official)" if mapping is not None else "by their text among the known answers"
+    result.notes.append(f"answers matched to assessments {how}: {len(inp.judged)} judged, "
+                        f"{len(inp.unjudged)} unjudged, {len(inp.ambiguous)} ambiguous")
+    if inp.ambiguous:
+        shown = "; ".join(f"{t}: {', '.join(ids)}" for t, ids in sorted(inp.ambiguous.items())[:5])
+        result.notes.append(f"{len(inp.ambiguous)} answer(s) have the text of several known answers with different "
+                            f"grades and are left unjudged ({shown}); give the organizers' map (--answer-map)")
+    manual = [s for s in specs if s.id in ("ar", "p1")]
+    if manual and not inp.judged:
+        # A row of zeros would read as "every answer was wrong"; the truth is that no
+        # assessor has seen them (ARQMath-3 overview: LO is for new systems).
+        result.notes.append("AR and P@1 not computed: none of this run's answers has been judged (they are manual "
+                            "measures); Lexical Overlap is the measure for unjudged answers")
     for spec in specs:
-        if spec.id in ("ar", "p1"):
-            if ar is None:
-                if answers_path is None:
-                    raise SharedTaskError("AR and P@1 need the known answers (answers.tsv) to find the "
-                                          "judgment of each answer", hint="give --truth DIR")
-                ar, p1, unjudged = arqmath.ar_p1(run, known, qrels, threshold)
-                judged = len(set(run.answers) & set(qrels)) - unjudged
-                if judged == 0:
-                    # A row of zeros would read as "every answer was wrong"; the truth is that
-                    # no assessor has seen them (ARQMath-3 overview: LO is for new systems).
-                    result.notes.append(
-                        "AR and P@1 not computed: none of this run's answers has been judged (they are "
-                        "manual measures); Lexical Overlap is the measure for unjudged answers")
-                elif unjudged:
-                    result.notes.append(
-                        f"{unjudged} answer(s) are not among the judged answers and count 0: AR and P@1 are "
-                        "lower bounds for this run; Lexical Overlap is the measure for unjudged answers")
-            if judged > 0:
-                _store(result, _info(spec, "task3-manual"), ar if spec.id == "ar" else p1)
-        elif spec.id == "lexical_overlap":
-            if answers_path is None:
-                raise SharedTaskError("Lexical Overlap needs the known answers (answers.tsv)",
-                                      hint="give --truth DIR")
-            values = arqmath.lexical_overlap(run, known, qrels, threshold)
+        if spec in manual and not inp.judged:
+            continue
+        values = registry.get(spec.id).procedure()(inp)
+        if spec.id == "lexical_overlap":
             if not values:
-                raise SharedTaskError("no topic has a known relevant (H+M) answer in answers.tsv + qrels",
+                raise SharedTaskError("no answered topic has a known relevant (H+M) answer in answers.tsv + qrels",
                                       hint="Lexical Overlap needs reference answers")
-            _store(result, _info(spec, "task3-lo"), values)
-            result.notes.append("Lexical Overlap tokenizer: SQuAD v1.1 normalisation (lowercase, ASCII "
-                                "punctuation and the articles a/an/the removed, whitespace tokens), bag-of-"
-                                "tokens F1; not the official (model-based) tokenizer")
-        else:
-            raise SharedTaskError(f"no implementation for measure {spec.id!r} of task {task.id}")
+            missing = sorted(set(run.answers) - set(values))
+            if missing:
+                result.notes.append(f"lexical_overlap: {len(missing)} answered topic(s) have no known relevant answer "
+                                    f"and are left out, as the official script does: {', '.join(missing[:10])}")
+            result.notes.append("Lexical Overlap tokens: RoBERTa byte-level pre-tokens stand in for the MathBERTa "
+                                "tokenizer of the official script (docs/evaluation.md)")
+        _store(result, spec, values)
 
 
 # --- Touché -------------------------------------------------------------------------------
 
-def _touche(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
-            result: EvaluationResult) -> None:
+def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
     run = touche.read_trec_run(run_path)
     relevance = source.get("relevance")
     if not set(run.rows) & set(relevance):
         raise _no_overlap(set(run.rows), relevance)
     if run.duplicates:
-        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s) ignored (first occurrence kept); "
-                            "trec_eval itself refuses such runs")
+        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
+                            "as the organizers' script does (it can then exceed 1); ndcg_cut_5 keeps the first "
+                            "(trec_eval itself refuses such runs)")
+    if touche.rank_ties_in_top5(run):
+        result.notes.append(f"{touche.rank_ties_in_top5(run)} topic(s) have equal ranks at the top-5 cut: the "
+                            "organizers' script sorts them in an unspecified order; we keep file order")
     _order_notes(result, run.rows, "docno")
     skipped = []
     for spec in specs:
@@ -307,18 +302,17 @@ def _touche(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
         if qrels is None:
             skipped.append(spec.key)
             continue
-        if spec.id == "ndcg5_official":
-            values = touche.ndcg5_official(run, qrels)
-            _store(result, _info(spec, "touche-official"), values)
-            dropped = len(set(qrels) - set(values))
-            if dropped:
-                result.notes.append(
-                    f"{spec.key}: {dropped} qrels topic(s) without a judged document in the run's top 5 (or "
-                    f"without a positive judgment) are left out of the mean (clef21/evaluate.py)")
-        elif spec.id == "ndcg_cut_5":
-            _store(result, _info(spec, "trec_eval"), touche.ndcg_cut_5(run, qrels), "ndcg_cut_5")
+        measure = registry.get(spec.id)
+        if measure.trec_eval is not None:
+            (values,) = _trec_eval(qrels, run.score_dict(), [spec])
         else:
-            raise SharedTaskError(f"no implementation for measure {spec.id!r} of task {task.id}")
+            values = measure.procedure()(run, qrels)
+        _store(result, spec, values)
+        dropped = len(set(qrels) - set(values))
+        if dropped and measure.averaging == "touche-official":
+            result.notes.append(
+                f"{spec.key}: {dropped} qrels topic(s) without a judged document in the run's top 5 (or "
+                f"without a positive judgment) are left out of the mean (clef21/evaluate.py)")
     if skipped:
         result.notes.append(f"not computed, their qrels were not given: {', '.join(skipped)} "
                             "(give --truth DIR with the quality qrels)")

@@ -1,14 +1,16 @@
-"""ARQMath: prime runs (Tasks 1 and 2) and the Task 3 measures.
+"""ARQMath Tasks 1 and 2: prime runs (Task 3 lives in ``task3``).
 
-Procedures: reference/evaluation.md ("ARQMath Task 1/2/3"), checked against the
+Procedures: docs/evaluation.md ("ARQMath Tasks 1 and 2"), checked against the
 organizers' scripts (ARQMath arqmath_to_prim_task1.py, de_duplicate_2021.py and
 task1/task2_get_results.py as mirrored in approach0/pya0 eval-arqmath2-*):
 
 - Task 1: keep the first line of each (topic, post); drop topics not in the qrels and
   posts not judged for the topic; the rest is the "prime" run, given to trec_eval
   (``ndcg``; ``map``, ``P_10``, ``bpref`` with ``-l2``) *without* ``-c``.
-- Task 2: per topic, formula instances sorted by score (not rank; a stable sort, and a
-  repeated formula id keeps its last score, as the script's dict does); each formula id
+- Task 2: formula ids compared as integers (the script reads them with ``int()``, so
+  ``02179`` is formula 2179); per topic, formula instances sorted by score (not rank; a
+  stable sort, and a repeated formula id keeps its last score, as the script's dict
+  does); each formula id
   mapped to its visual id through the formula index (ids not in the index skipped and
   reported); the first (highest-scored) instance of each visual id kept with its score;
   unjudged visual ids dropped; then the Task 1 measures.
@@ -26,18 +28,8 @@ from pathlib import Path
 
 from sharedtask.errors import FormatError
 from sharedtask.evaluate import readers
-from sharedtask.evaluate.lexical import token_f1
 
 Qrels = dict[str, dict[str, int]]
-
-#: trec_eval measure -> relevance level (-l) in the official ARQMath commands.
-PRIME_MEASURES: dict[str, tuple[str, int]] = {
-    "ndcg_prime": ("ndcg", 1),  # trec_eval -m ndcg (graded gains 0-3)
-    "map_prime": ("map", 2),  # trec_eval -l2 -m map (H+M)
-    "p10_prime": ("P_10", 2),  # trec_eval -l2 -m P.10
-    "bpref_prime": ("bpref", 2),  # trec_eval -l2 -m bpref
-}
-
 
 @dataclass
 class PrimeRun:
@@ -65,7 +57,7 @@ def prime_task1(path: Path, qrels: Qrels) -> PrimeRun:
     """Stream an ARQMath Task 1 run into its prime run (one pass, judged posts only).
 
     Accepts the 5-column ARQMath format and, leniently, 6-column TREC with Q0
-    (tasks-and-formats.md, "Runs", *lenient*).
+    (docs/formats.md, "Runs", *lenient*).
     """
     prime = PrimeRun()
     run, order, run_topics = prime.run, prime.order, prime.run_topics
@@ -133,8 +125,13 @@ def read_task2_instances(path: Path) -> tuple[dict[str, dict[str, tuple[float, i
     lines = 0
     for row in readers.read_run(path, "arqmath-task2"):
         lines += 1
-        out.setdefault(row.topic, {})[row.doc] = (row.score, row.rank)
+        out.setdefault(row.topic, {})[formula_key(row.doc)] = (row.score, row.rank)
     return out, lines
+
+
+def formula_key(formula_id: str) -> str:
+    """A formula id as the official script compares it: as an integer (``02179`` is 2179)."""
+    return str(int(formula_id)) if formula_id.isascii() and formula_id.isdigit() else formula_id
 
 
 def prime_task2(instances: dict[str, dict[str, tuple[float, int]]], visual: dict[str, str],
@@ -171,88 +168,3 @@ def prime_task2(instances: dict[str, dict[str, tuple[float, int]]], visual: dict
             prime.run[topic] = kept
             prime.order[topic] = rows
     return prime
-
-
-# --- Task 3 -----------------------------------------------------------------------------
-
-#: Task 3 grades 5 ("system failure") and 6 ("do not know") count as 0 (evaluation.md).
-def task3_gain(rel: int) -> int:
-    return 0 if rel in (5, 6) else max(rel, 0)
-
-
-@dataclass
-class Task3Run:
-    answers: dict[str, str] = field(default_factory=dict)  # topic -> answer text
-    extra_lines: int = 0  # lines beyond the first per topic (ignored)
-
-
-def read_task3_run(path: Path) -> Task3Run:
-    """Task 3 run ``Topic_Id Rank Score Run_Tag Sources Answer`` via ``formats.read_run``.
-
-    With several lines for a topic, the one with the lowest rank is the answer
-    (the first of equal ranks).
-    """
-    best: dict[str, tuple[int, str]] = {}
-    out = Task3Run()
-    for row in readers.read_run(path, "arqmath-task3"):
-        if row.topic in best:
-            out.extra_lines += 1
-            if row.rank >= best[row.topic][0]:
-                continue
-        best[row.topic] = (row.rank, row.answer or "")
-    out.answers = {t: text for t, (_, text) in best.items()}
-    return out
-
-
-def _same_text(a: str) -> str:
-    return " ".join(a.split())
-
-
-def answer_relevance(topic: str, answer: str, known: dict[str, dict[str, str]], qrels: Qrels) -> int | None:
-    """The judged grade of a run's answer: found by its text among the topic's known answers."""
-    wanted = _same_text(answer)
-    judged = qrels.get(topic, {})
-    for answer_id, text in known.get(topic, {}).items():
-        if answer_id in judged and _same_text(text) == wanted:
-            return judged[answer_id]
-    return None
-
-
-def ar_p1(run: Task3Run, known: dict[str, dict[str, str]], qrels: Qrels, threshold: int = 2
-          ) -> tuple[dict[str, float], dict[str, float], int]:
-    """Per-topic AR and P@1 over the qrels topics, and how many answers had no judgment.
-
-    AR = the gain of the single answer (5, 6 -> 0), i.e. unnormalised DCG@1; P@1 = gain
-    >= 2. A topic without an answer counts 0. An answer no assessor judged (its text is
-    not among the known answers) also counts 0: AR/P@1 are then lower bounds.
-    """
-    ar: dict[str, float] = {}
-    p1: dict[str, float] = {}
-    unjudged = 0
-    for topic in qrels:
-        answer = run.answers.get(topic)
-        rel = None if answer is None else answer_relevance(topic, answer, known, qrels)
-        if answer is not None and rel is None:
-            unjudged += 1
-        gain = 0 if rel is None else task3_gain(rel)
-        ar[topic] = float(gain)
-        p1[topic] = 1.0 if gain >= threshold else 0.0
-    return ar, p1, unjudged
-
-
-def lexical_overlap(run: Task3Run, known: dict[str, dict[str, str]], qrels: Qrels, threshold: int = 2
-                    ) -> dict[str, float]:
-    """Per-topic LO: max token F1 against the topic's known relevant (H+M) answers.
-
-    Topics with at least one known relevant answer count; a topic the run does not
-    answer counts 0.
-    """
-    out: dict[str, float] = {}
-    for topic, judged in qrels.items():
-        refs = [text for aid, text in known.get(topic, {}).items()
-                if task3_gain(judged.get(aid, 0)) >= threshold]
-        if not refs:
-            continue
-        answer = run.answers.get(topic)
-        out[topic] = 0.0 if answer is None else max(token_f1(answer, ref) for ref in refs)
-    return out

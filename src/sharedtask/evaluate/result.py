@@ -24,6 +24,8 @@ class MeasureInfo:
     primary: bool = False
     official: bool = True
     averaging: str = ""  # how topics are averaged (which topics count, what a missing topic scores)
+    source: str = ""  # the official script, paper or tool the procedure follows
+    description: str = ""  # what is computed (from the measure registry)
 
 
 @dataclass

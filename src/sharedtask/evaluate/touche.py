@@ -1,19 +1,20 @@
 """Touché Task 1 (argument retrieval): the organizers' nDCG@5 and trec_eval's ndcg_cut.5.
 
-The official procedure (reference/evaluation.md, "Touché Task 1", after
+The official procedure (docs/evaluation.md, "Touché Task 1", after the organizers'
 touche-webis-de/touche-code clef21/evaluate.py):
 
 1. qrels value -2 (spam / non-argument) becomes 0;
-2. the run is sorted by its **rank column** and cut to the top 5;
+2. the run is sorted by its **rank column** and cut to the top 5; every line counts, so a
+   document listed twice is counted twice (nDCG can then exceed 1, as in the script);
 3. unjudged documents are dropped and the judged ones re-indexed from position 0;
 4. DCG = sum(rel_i / log2(i + 2)) over the remaining ones;
 5. IDCG from the topic's top-5 qrels values (after step 1);
 6. the mean is over the topics with at least one judged document in their top 5.
 
-Choices where the description is silent (stated in the result's notes): rank ties
-keep file order (a stable sort); a repeated (topic, doc) keeps its first line; a
-topic whose IDCG is 0 (no positive judgment) has no defined nDCG and is left out of
-the mean, as a NaN is left out of a pandas mean.
+Where the script's number is not defined we choose, and say so in the result's notes:
+equal ranks are sorted by the script in an unspecified order (an unstable sort): we keep
+file order; a topic whose IDCG is 0 (no positive judgment) divides by zero there: it is
+left out of the mean, as a NaN is left out of a pandas mean.
 """
 
 from __future__ import annotations
@@ -22,25 +23,31 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sharedtask.evaluate import readers, trec
+from sharedtask.evaluate import readers
 
 Qrels = dict[str, dict[str, int]]
 
 
 @dataclass
 class TrecRun:
-    """A TREC run as read for Touché: per topic, (rank, score, doc) in file order, duplicates dropped."""
+    """A TREC run as read for Touché: per topic, every (rank, score, doc) line in file order."""
 
     rows: dict[str, list[tuple[int, float, str]]] = field(default_factory=dict)
-    duplicates: int = 0
+    duplicates: int = 0  # lines repeating a (topic, doc) seen before
     lines: int = 0
 
     def score_dict(self) -> dict[str, dict[str, float]]:
-        return {t: {d: s for _, s, d in rows} for t, rows in self.rows.items()}
+        """{topic: {doc: score}} for trec_eval, a repeated doc keeping its first line."""
+        out: dict[str, dict[str, float]] = {}
+        for topic, rows in self.rows.items():
+            docs = out[topic] = {}
+            for _, score, doc in rows:
+                docs.setdefault(doc, score)
+        return out
 
 
 def read_trec_run(path: Path) -> TrecRun:
-    """Read a 6-column TREC run through ``formats.read_run``; a repeated (topic, doc) keeps its first line."""
+    """Read a 6-column TREC run through ``formats.read_run``, keeping every line."""
     run = TrecRun()
     seen: dict[str, set[str]] = {}
     for row in readers.read_run(path, "trec"):
@@ -48,10 +55,20 @@ def read_trec_run(path: Path) -> TrecRun:
         docs = seen.setdefault(row.topic, set())
         if row.doc in docs:
             run.duplicates += 1
-            continue
         docs.add(row.doc)
         run.rows.setdefault(row.topic, []).append((row.rank, row.score, row.doc))
     return run
+
+
+def rank_ties_in_top5(run: TrecRun) -> int:
+    """Topics where equal ranks straddle or fill the top-5 cut: there the script's unstable
+    sort decides, and its number is not defined."""
+    count = 0
+    for rows in run.rows.values():
+        ranks = sorted(r for r, _, _ in rows)
+        if len(ranks) > 1 and any(a == b for a, b in zip(ranks[:5], ranks[1:6])):
+            count += 1
+    return count
 
 
 def official_gain(rel: int) -> int:
@@ -84,9 +101,3 @@ def ndcg5_official(run: TrecRun, qrels: Qrels) -> dict[str, float]:
         if value is not None:
             out[topic] = value
     return out
-
-
-def ndcg_cut_5(run: TrecRun, qrels: Qrels) -> dict[str, float]:
-    """trec_eval ``ndcg_cut.5`` per topic via pytrec_eval: score-sorted, unjudged = 0."""
-    values = trec.per_topic(qrels, run.score_dict(), ["ndcg_cut_5"])
-    return {t: v["ndcg_cut_5"] for t, v in values.items()}

@@ -2,7 +2,7 @@
 
 Scores come from pytrec_eval (trec_eval 9.0.8's own C code), never from a
 hand-written nDCG/AP; the aggregate is pytrec_eval's ``compute_aggregated_measure``
-(trec_eval's own averaging). Facts: reference/evaluation.md, "How trec_eval reads a run".
+(trec_eval's own averaging). Facts: docs/evaluation.md, "How trec_eval reads a run".
 """
 
 from __future__ import annotations
@@ -26,11 +26,6 @@ def as_float32(value: float) -> float:
         return value  # +-inf beyond float range; same ordering either way
 
 
-def trec_order_key(doc: str, score: float) -> tuple[float, str]:
-    """Sort key (ascending = trec_eval's order needs reverse): score desc, then docno desc."""
-    return (as_float32(score), doc)
-
-
 def per_topic(qrels: Qrels, run: Run, measures: Iterable[str], relevance_level: int = 1
               ) -> dict[str, dict[str, float]]:
     """pytrec_eval per-topic values, ``{topic: {measure: value}}`` (trec_eval ``-q``).
@@ -42,10 +37,20 @@ def per_topic(qrels: Qrels, run: Run, measures: Iterable[str], relevance_level: 
     measures = set(measures)
     if not run:
         return {}
-    evaluator = pytrec_eval.RelevanceEvaluator(
-        {t: dict(d) for t, d in qrels.items()}, measures, relevance_level=relevance_level
-    )
+    evaluator = pytrec_eval.RelevanceEvaluator(safe_qrels(qrels), measures, relevance_level=relevance_level)
     return evaluator.evaluate(run)
+
+
+def safe_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
+    """Qrels trec_eval cannot crash on: grades below 0 read as 0 (judged, not relevant).
+
+    trec_eval 9.0.8 (inside pytrec_eval) segfaults in ndcg/ndcg_cut on some qrels with
+    negative grades (Touché's -2 for spam, in two topics); it uses negative values itself
+    as markers of unjudged documents. For the gain-based measures the tasks declare, a
+    negative grade and 0 give the same numbers wherever trec_eval does not crash
+    (tests/test_evaluate_fidelity.py checks that in child processes).
+    """
+    return {t: {d: (r if r >= 0 else 0) for d, r in docs.items()} for t, docs in qrels.items()}
 
 
 def aggregate(measure: str, values: list[float]) -> float:

@@ -1,0 +1,141 @@
+"""The measure registry: one declaration per measure (what it computes, on which input, how
+topics are averaged, which official script or paper it follows).
+
+Task specs name measures by ``id``; a spec naming an unregistered measure, or one that
+does not fit the task's family, is refused when the spec loads (``sharedtask.spec``).
+Like ir_measures' ``register``, adding a measure is one declaration here:
+
+- a **trec_eval measure** (``trec_eval=`` its pytrec_eval name, ``relevance_level=``
+  trec_eval's ``-l``) is computed by trec_eval itself through pytrec_eval, on the
+  ARQMath prime run or on a plain TREC run, depending on ``input``;
+- any other measure names its **procedure** (``compute=`` "module:function"), called
+  with the family's prepared input (docs/evaluation.md lists them).
+
+This module imports nothing heavy: the spec loader consults it on every load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable
+
+#: What a measure scores. ``prime``: the ARQMath prime run (Tasks 1 and 2); ``task3``: one
+#: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché).
+INPUTS = ("prime", "task3", "trec-run")
+
+#: Which input each task family provides.
+FAMILY_INPUT: dict[str, str] = {
+    "arqmath-task1": "prime",
+    "arqmath-task2": "prime",
+    "arqmath-task3": "task3",
+    "touche": "trec-run",
+}
+
+#: How topics are averaged, by name (printed with every result).
+AVERAGING: dict[str, str] = {
+    "arqmath-prime": ("trec_eval 9.0.8 without -c on the prime run (official ARQMath scripts): mean over the "
+                      "qrels topics with at least one judged result in the run; other topics drop out"),
+    "touche-official": ("clef21/evaluate.py: mean over the topics with at least one judged document in the run's "
+                        "top 5 (and a positive judgment); other topics drop out"),
+    "trec_eval": "trec_eval 9.0.8 without -c: mean over the run's topics that are in the qrels",
+    "task3-official-manual": ("evaluate_task3_results_manual.py: mean over the topics the run answered with a "
+                              "judged answer; unanswered topics and unjudged answers drop out"),
+    "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
+    "task3-official-automatic": ("evaluate_task3_results_automatic.py: mean over the topics the run answered that "
+                                 "have at least one known relevant (H+M) answer; unanswered topics drop out"),
+}
+
+
+@dataclass(frozen=True)
+class Measure:
+    id: str
+    input: str
+    averaging: str
+    source: str  # the official script, paper or tool whose procedure this follows
+    description: str
+    trec_eval: str | None = None  # pytrec_eval measure name, when trec_eval computes it
+    relevance_level: int = 1  # trec_eval -l
+    compute: str | None = None  # "module:function" for procedures of our own
+
+    def procedure(self) -> Callable[..., dict[str, float]]:
+        """The function computing per-topic values (imported on first use)."""
+        if self.compute is None:
+            raise ValueError(f"measure {self.id} is computed by trec_eval ({self.trec_eval}), not by a procedure")
+        module, _, name = self.compute.partition(":")
+        return getattr(import_module(module), name)
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "description": self.description, "source": self.source,
+                "averaging": AVERAGING[self.averaging]}
+
+
+REGISTRY: dict[str, Measure] = {}
+
+
+def register(measure: Measure) -> Measure:
+    """Declare a measure (once per id)."""
+    if measure.id in REGISTRY:
+        raise ValueError(f"measure {measure.id!r} is registered twice")
+    if measure.input not in INPUTS:
+        raise ValueError(f"measure {measure.id!r}: input must be one of {', '.join(INPUTS)}")
+    if measure.averaging not in AVERAGING:
+        raise ValueError(f"measure {measure.id!r}: unknown averaging {measure.averaging!r}")
+    if (measure.trec_eval is None) == (measure.compute is None):
+        raise ValueError(f"measure {measure.id!r}: give exactly one of trec_eval= and compute=")
+    REGISTRY[measure.id] = measure
+    return measure
+
+
+def get(measure_id: str) -> Measure:
+    try:
+        return REGISTRY[measure_id]
+    except KeyError:
+        raise KeyError(f"unknown measure {measure_id!r}; registered: {', '.join(sorted(REGISTRY))}") from None
+
+
+def for_family(family: str) -> list[str]:
+    """The measure ids a task of ``family`` can name."""
+    wanted = FAMILY_INPUT.get(family)
+    return sorted(m.id for m in REGISTRY.values() if m.input == wanted)
+
+
+_ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_2021.py + trec_eval 9.0.8 "
+        "(as mirrored in approach0/pya0 eval-arqmath*/)")
+_ARQ3 = "ARQMath-3 evaluate_task3_results_{manual,automatic}.py (approach0/pya0 eval-arqmath3/task3, ARQMathCode)"
+_TOUCHE = "Touché organizers' clef21/evaluate.py (touche-webis-de/touche-code)"
+
+# --- ARQMath Tasks 1 and 2: trec_eval on the prime run --------------------------------------
+register(Measure("ndcg_prime", "prime", "arqmath-prime", _ARQ, "nDCG′: trec_eval ndcg (graded gains 0-3) on the "
+                 "prime run (first line per post kept, unjudged removed)", trec_eval="ndcg"))
+register(Measure("map_prime", "prime", "arqmath-prime", _ARQ, "MAP′: trec_eval map -l2 (H+M relevant) on the prime run",
+                 trec_eval="map", relevance_level=2))
+register(Measure("p10_prime", "prime", "arqmath-prime", _ARQ, "P′@10: trec_eval P_10 -l2 on the prime run",
+                 trec_eval="P_10", relevance_level=2))
+register(Measure("bpref_prime", "prime", "arqmath-prime", _ARQ, "bpref′: trec_eval bpref -l2 on the prime run "
+                 "(secondary)", trec_eval="bpref", relevance_level=2))
+
+# --- ARQMath-3 Task 3 ----------------------------------------------------------------------
+register(Measure("ar", "task3", "task3-official-manual", _ARQ3,
+                 "AR: the grade of the topic's single answer (5 system failure, 6 do not know -> 0)",
+                 compute="sharedtask.evaluate.task3:ar"))
+register(Measure("p1", "task3", "task3-official-manual", _ARQ3, "P@1: the single answer is H or M (grade >= 2)",
+                 compute="sharedtask.evaluate.task3:p1"))
+register(Measure("ar_all_topics", "task3", "task3-all-topics", _ARQ3 + "; our averaging",
+                 "AR over all judged topics: a topic without an answer or with an unjudged answer counts 0 "
+                 "(a lower bound; not the official averaging)", compute="sharedtask.evaluate.task3:ar_all_topics"))
+register(Measure("p1_all_topics", "task3", "task3-all-topics", _ARQ3 + "; our averaging",
+                 "P@1 over all judged topics, missing and unjudged answers counting 0 (not the official averaging)",
+                 compute="sharedtask.evaluate.task3:p1_all_topics"))
+register(Measure("lexical_overlap", "task3", "task3-official-automatic", _ARQ3,
+                 "LO: the best token-set F1 between the answer and each known relevant (H+M) answer, after the "
+                 "organizers' math normalisation; RoBERTa pre-tokens stand in for the MathBERTa tokenizer "
+                 "(docs/evaluation.md)", compute="sharedtask.evaluate.task3:lexical_overlap"))
+
+# --- Touché Task 1 -------------------------------------------------------------------------
+register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,
+                 "nDCG@5 as the organizers compute it: run sorted by rank (ties keep file order: the script's "
+                 "unstable sort is not reproducible), top 5, repeated documents counted every time, unjudged "
+                 "dropped, -2 -> 0", compute="sharedtask.evaluate.touche:ndcg5_official"))
+register(Measure("ndcg_cut_5", "trec-run", "trec_eval", "trec_eval 9.0.8 ndcg_cut.5 via pytrec_eval",
+                 "trec_eval ndcg_cut.5: score-sorted, unjudged = 0, grades below 0 read as 0", trec_eval="ndcg_cut_5"))
