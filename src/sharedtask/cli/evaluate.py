@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sharedtask.errors import SharedTaskError
@@ -24,14 +25,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="score runs with the task's official measures (several runs: a leaderboard)",
-        description="Score runs with the official measures of a task (reference/evaluation.md). "
-                    "Several runs give a leaderboard sorted by the primary measure.",
+        description="Score runs with the official measures of a task: each measure follows the organizers' "
+                    "script named in its description (sharedtask.measures; docs/evaluation.md in the source). "
+                    "Several runs give a leaderboard sorted by the primary measure; equal scores share a rank.",
     )
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run file(s)")
     p.add_argument("--task", required=True, help="task id, e.g. arqmath-3-task1 (see `sharedtask tasks`)")
     p.add_argument("--qrels", type=Path, help="relevance qrels (overrides the one in --truth)")
     p.add_argument("--truth", type=Path, help="truth folder: qrels, quality qrels, answers.tsv, formulas/")
     p.add_argument("--input", type=Path, dest="input_dir", help="dataset folder (Task 2: the formula index)")
+    p.add_argument("--answer-map", type=Path, metavar="FILE",
+                   help="ARQMath-3 Task 3: the organizers' map (run name, topic, answer id; the run name is the "
+                        "run file's name without extension); without it answers are matched by their text")
     p.add_argument("--measures", nargs="+", metavar="KEY", help="only these measures (keys or ids)")
     p.add_argument("--per-topic", action="store_true", help="also show per-topic values")
     out = p.add_mutually_exclusive_group()
@@ -73,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.runs:
         name = _unique(path, results)
         results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=args.truth, input_dir=args.input_dir,
-                                 measures=args.measures, per_topic=per_topic, run_name=name)
+                                 measures=args.measures, per_topic=per_topic, run_name=name,
+                                 answer_map=args.answer_map)
     if len(results) == 1 and not args.significance:
         (result,) = results.values()
         if args.json:
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(board.table())
         for name, result in results.items():
             for note in result.notes:
-                console.print(f"[dim]{name}: {note}[/]")
+                console.print(f"[dim]{escape(name)}: {escape(note)}[/]")
         if args.per_topic:
             for m in board.measures:
                 console.print(_per_topic_table(m.label, {n: r.per_topic.get(m.key, {}) for n, r in results.items()}))
@@ -126,14 +132,16 @@ def _show_single(console: Console, result, per_topic: bool) -> None:
         label = m.label + (" (primary)" if m.primary else "")
         table.add_row(label, _fmt(result.scores[m.key]), str(result.topics_averaged.get(m.key, "")), m.procedure)
     console.print(table)
+    for source in dict.fromkeys(m.source for m in result.measures):
+        console.print(f"[dim]source: {escape(source)}[/]")
     averaging = {m.averaging for m in result.measures}
     if len(averaging) == 1:
-        console.print(f"[dim]averaging: {averaging.pop()}[/]")
+        console.print(f"[dim]averaging: {escape(averaging.pop())}[/]")
     else:
         for m in result.measures:
-            console.print(f"[dim]{m.key}: {m.averaging}[/]")
+            console.print(f"[dim]{m.key}: {escape(m.averaging)}[/]")
     for note in result.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {escape(note)}")
     if per_topic:
         topics = sorted({t for d in result.per_topic.values() for t in d}, key=_topic_key)
         t = Table(title="per topic")

@@ -29,6 +29,28 @@ def _sort_value(value: float | None) -> float:
     return -math.inf if value is None or math.isnan(value) else value
 
 
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def competition_ranks(values: list[float | None]) -> list[int | None]:
+    """The leaderboard's one tie rule (standard competition ranking, "1224"): ``values`` are
+    primary scores in leaderboard order (best first); equal scores share the better rank,
+    the next distinct score takes its position; a run without a finite score gets no rank.
+    The terminal table, JSON, CSV and the HTML report all rank by this function."""
+    ranks: list[int | None] = []
+    previous: float | None = None
+    rank = 0
+    for position, value in enumerate(values, 1):
+        if not _finite(value):
+            ranks.append(None)
+            continue
+        if value != previous:
+            rank, previous = position, value
+        ranks.append(rank)
+    return ranks
+
+
 def paired_p_value(a: dict[str, float], b: dict[str, float], test: str, seed: int = 0) -> tuple[float, int]:
     """Two-sided p-value of a paired test over the topics in both ``a`` and ``b``; and the pair count."""
     topics = sorted(set(a) & set(b))
@@ -61,6 +83,11 @@ class Leaderboard:
     best: dict[str, str] = field(default_factory=dict)  # measure key -> best run
     p_values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # run -> key -> (p, pairs)
 
+    @property
+    def ranks(self) -> list[int | None]:
+        """Rank of each row (ties share a rank; see :func:`competition_ranks`)."""
+        return competition_ranks([scores.get(self.primary) for _, scores in self.rows])
+
     def significant(self, run: str, key: str) -> bool:
         p = self.p_values.get(run, {}).get(key)
         return p is not None and p[0] < self.alpha
@@ -76,15 +103,16 @@ class Leaderboard:
             "significance": None if not self.test else {
                 "test": self.test, "alpha": self.alpha, "against": "the best run of each measure",
                 "pairs": "topics both runs were averaged over", "best": dict(self.best)},
+            "ranking": "standard competition ranking: equal primary scores share a rank (1, 1, 3)",
             "runs": [
                 {
-                    "rank": i,
+                    "rank": rank,
                     "run": run,
                     "scores": {m.key: clean(scores.get(m.key)) for m in self.measures},
                     **({"p_values": {k: {"p": p, "topics": n} for k, (p, n) in self.p_values.get(run, {}).items()}}
                        if self.test else {}),
                 }
-                for i, (run, scores) in enumerate(self.rows, 1)
+                for rank, (run, scores) in zip(self.ranks, self.rows)
             ],
         }
 
@@ -95,8 +123,8 @@ class Leaderboard:
         if self.test:
             header += [f"p_{m.key}" for m in self.measures]
         writer.writerow(header)
-        for i, (run, scores) in enumerate(self.rows, 1):
-            row = [i, run] + [_fmt(scores.get(m.key)) for m in self.measures]
+        for rank, (run, scores) in zip(self.ranks, self.rows):
+            row = ["" if rank is None else rank, run] + [_fmt(scores.get(m.key)) for m in self.measures]
             if self.test:
                 row += [("" if (p := self.p_values.get(run, {}).get(m.key)) is None else f"{p[0]:.6g}")
                         for m in self.measures]
@@ -114,14 +142,14 @@ class Leaderboard:
         table.add_column("run")
         for m in self.measures:
             table.add_column(m.label + (" *" if m.key == self.primary else ""), justify="right")
-        for i, (run, scores) in enumerate(self.rows, 1):
+        for rank, (run, scores) in zip(self.ranks, self.rows):
             cells = []
             for m in self.measures:
                 cell = _fmt(scores.get(m.key), 4)
                 if self.test and self.significant(run, m.key):
                     cell += MARK
                 cells.append(cell)
-            table.add_row(str(i), run, *cells)
+            table.add_row("" if rank is None else str(rank), run, *cells)
         return table
 
     def _label(self, key: str) -> str:

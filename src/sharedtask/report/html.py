@@ -82,6 +82,15 @@ def _measure_columns(section: TaskSection) -> list[tuple[str, str, str]]:
     return cols + [(k, k, "reported by the evaluator") for k in extra]
 
 
+def _measure_description(spec: Any) -> str:
+    """A declared measure: its procedure, the official source and the averaging (sharedtask.measures)."""
+    from sharedtask import measures
+
+    entry = measures.get(spec.id)
+    return (f"<dt>{e(spec.label)}</dt><dd>{e(spec.procedure)}<br><span class=\"sub\">source: {e(entry.source)} · "
+            f"averaging: {e(measures.AVERAGING[entry.averaging])}</span></dd>")
+
+
 def _task_anchor(section: TaskSection) -> str:
     return "task-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in section.task.id)
 
@@ -369,7 +378,7 @@ def _section(section: TaskSection) -> str:
     task = section.task
     columns = _measure_columns(section)
     note_ids, notes = _notes(section)
-    measures = "".join(f"<dt>{e(label)}</dt><dd>{e(proc)}</dd>" for _, label, proc in columns)
+    measures = "".join(_measure_description(m) for m in task.measures)
     meta = (f"<code>{e(task.id)}</code> · {e(task.edition)} ({e(task.year)}) · run format "
             f"<code>{e(task.output.format)}</code> · ranked by <strong>{e(task.primary_measure.label)}</strong>")
     if not section.runs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sharedtask.evaluate.leaderboard import competition_ranks
 from sharedtask.findings import Finding, Severity
 from sharedtask.spec import Task
 
@@ -63,7 +64,8 @@ def leaderboard(section: TaskSection) -> list[tuple[int | None, RunEntry]]:
 
     Ranked runs come first, by the task's primary measure (higher is better for
     every measure the tasks declare: nDCG, MAP, P, bpref, LO, AR), ties sharing a
-    rank (1, 1, 3) and ordered by name for determinism; ranked runs without a
+    rank by the leaderboard's one rule (``evaluate.leaderboard.competition_ranks``)
+    and ordered by name for determinism; ranked runs without a
     primary score follow them. Invalid and failed runs go to the bottom.
     """
     key = section.task.primary_measure.key
@@ -72,13 +74,7 @@ def leaderboard(section: TaskSection) -> list[tuple[int | None, RunEntry]]:
     unranked = [r for r in section.runs if not r.ranked]
     ranked.sort(key=lambda r: (-r.scores[key], r.name))
     unscored.sort(key=lambda r: r.name)
-    out: list[tuple[int | None, RunEntry]] = []
-    previous: float | None = None
-    rank = 0
-    for i, run in enumerate(ranked, 1):
-        if run.scores[key] != previous:
-            rank, previous = i, run.scores[key]
-        out.append((rank, run))
+    out: list[tuple[int | None, RunEntry]] = list(zip(competition_ranks([r.scores[key] for r in ranked]), ranked))
     out.extend((None, r) for r in unscored)
     # invalid (status success) before crashed runs: they produced output
     out.extend((None, r) for r in sorted(unranked, key=lambda r: (r.status != "success", r.status, r.name)))
