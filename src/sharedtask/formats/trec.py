@@ -400,21 +400,28 @@ def _slow_parts(path: PathLike, line: str, lineno: int, layout: str, parts: list
 # ---------------------------------------------------------------- qrels
 
 
+#: trec_eval keeps a grade in a C ``long``; 32 bits is what every platform gives it.
+MAX_GRADE = 2**31 - 1
+
+
 def _rel(path: PathLike, value: str, line: str, lineno: int) -> int:
     try:
-        return int(value)
+        rel = int(value)
     except ValueError:
-        pass
-    # lenient: float relevance such as "2.0" (docs/formats.md, Touché qrels)
-    try:
-        f = float(value)
-    except ValueError:
-        raise FormatError(path, f"expected an integer relevance, found {value!r}", line=lineno,
-                          column=_column_of(line, 3)) from None
-    if not f.is_integer():
-        raise FormatError(path, f"relevance must be a whole number, found {value!r}", line=lineno,
-                          column=_column_of(line, 3), hint="graded relevance is 0, 1, 2, ...")
-    return int(f)
+        # lenient: float relevance such as "2.0" (docs/formats.md, Touché qrels)
+        try:
+            f = float(value)
+        except ValueError:
+            raise FormatError(path, f"expected an integer relevance, found {value!r}", line=lineno,
+                              column=_column_of(line, 3)) from None
+        if not f.is_integer():
+            raise FormatError(path, f"relevance must be a whole number, found {value!r}", line=lineno,
+                              column=_column_of(line, 3), hint="graded relevance is 0, 1, 2, ...")
+        rel = int(f)
+    if abs(rel) > MAX_GRADE:
+        raise FormatError(path, f"relevance {value!r} is out of range (at most {MAX_GRADE:,} either way)",
+                          line=lineno, column=_column_of(line, 3), hint="graded relevance is 0, 1, 2, ...")
+    return rel
 
 
 def _qrels_columns(path: PathLike, line: str, lineno: int, n: int) -> FormatError:
@@ -458,6 +465,8 @@ def load_qrels_dict(path: PathLike) -> dict[str, dict[str, int]]:
                     r = int(rel)
                 except ValueError:
                     r = _rel(path, rel, line, lineno)
+                if not -MAX_GRADE <= r <= MAX_GRADE:
+                    r = _rel(path, rel, line, lineno)  # raises the range error
                 docs = get(topic)
                 if docs is None:
                     docs = qrels[topic] = {}
