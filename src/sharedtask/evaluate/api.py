@@ -149,7 +149,7 @@ def _order_notes(result: EvaluationResult, order: dict[str, list[tuple[int, floa
     if ties:
         result.notes.append(
             f"ties changed the order of {ties} topic(s) compared to the rank column: trec_eval sorts by "
-            f"score, equal scores by {what} descending (evaluation.md)")
+            f"score, equal scores by {what} descending (docs/evaluation.md)")
     if contradictions:
         result.notes.append(
             f"in {contradictions} topic(s) the scores do not decrease with the rank column; "

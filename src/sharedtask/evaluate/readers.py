@@ -3,7 +3,7 @@
 The evaluator reads runs in one streaming pass and keeps only what a measure
 needs (for ARQMath: judged documents only), so that a 10M-line run costs little
 memory. Qrels and runs other than ARQMath Task 1 go through the shared readers
-of ``sharedtask.formats`` (rules: reference/tasks-and-formats.md); Task 1 runs are
+of ``sharedtask.formats`` (rules: docs/formats.md); Task 1 runs are
 streamed by :func:`sharedtask.evaluate.arqmath.prime_task1`, which filters as it reads.
 
 Errors a user can cause (wrong column count, a run of another task, qrels that
@@ -17,18 +17,10 @@ from pathlib import Path
 from sharedtask.errors import FormatError
 
 from sharedtask.formats._io import open_text
+from sharedtask.formats.layouts import BY_SHORT, RUN_LAYOUTS
 from sharedtask.formats.trec import detect_layout, load_qrels_dict, read_run  # noqa: F401
 
 Qrels = dict[str, dict[str, int]]
-
-#: Number of whitespace-separated columns per run format (reference/tasks-and-formats.md, "Runs").
-RUN_COLUMNS: dict[str, int] = {
-    "trec-run": 6,  # qid Q0 docid rank score tag
-    "arqmath-task1-run": 5,  # Topic_Id Post_Id Rank Score Run_Tag (6-column TREC also accepted)
-    "arqmath-task2-run": 6,  # Topic_Id Formula_Id Post_Id Rank Score Run_Tag
-    "arqmath-task3-run": 6,  # Topic_Id Rank Score Run_Tag Sources Answer (tab separated)
-}
-
 
 def _sniff(path: Path) -> str | None:
     """The first non-blank line of a file (None if there is none)."""
@@ -60,35 +52,20 @@ def load_qrels(path: Path) -> Qrels:
     return load_qrels_dict(path)
 
 
-LAYOUT_OF_FORMAT: dict[str, str] = {
-    "trec-run": "trec",
-    "arqmath-task1-run": "arqmath-task1",
-    "arqmath-task2-run": "arqmath-task2",
-    "arqmath-task3-run": "arqmath-task3",
-}
-
-_LAYOUT_NAMES = {
-    "trec": "a TREC run (qid Q0 doc rank score tag)",
-    "arqmath-task1": "an ARQMath Task 1 run (Topic_Id Post_Id Rank Score Run_Tag)",
-    "arqmath-task2": "an ARQMath Task 2 run (Topic_Id Formula_Id Post_Id Rank Score Run_Tag)",
-    "arqmath-task3": "an ARQMath Task 3 run (Topic_Id Rank Score Run_Tag Sources Answer)",
-}
-
-
 def check_run_layout(path: Path, run_format: str, task_id: str) -> str:
     """Refuse a run written for another task, judged from its first line; returns the layout.
 
     ``formats.detect_layout`` recognises the layouts by column count and topic prefix
-    (A./B.), see reference/tasks-and-formats.md ("Runs").
+    (A./B.), see docs/formats.md ("Runs").
     """
-    expected = LAYOUT_OF_FORMAT[run_format]
+    expected = RUN_LAYOUTS[run_format].short
     first = _sniff(path)
     if first is None:
         raise FormatError(path, "the run is empty", hint="a run needs at least one line per topic")
     found = detect_layout(first)
     if found != expected:
         raise FormatError(
-            path, f"this is {_LAYOUT_NAMES[found]}, but task {task_id} expects {_LAYOUT_NAMES[expected]}",
+            path, f"this is {BY_SHORT[found].describe()}, but task {task_id} expects {BY_SHORT[expected].describe()}",
             line=1, hint="check --task",
         )
     return expected
@@ -105,7 +82,7 @@ def wrong_columns(path: Path, lineno: int, found: int, fmt: str) -> FormatError:
     if hint:
         hint += "; check --task"
     return FormatError(
-        path, f"{fmt} lines have {RUN_COLUMNS[fmt]} columns, found {found}", line=lineno, hint=hint
+        path, f"{fmt} lines have {RUN_LAYOUTS[fmt].ncol} columns, found {found}", line=lineno, hint=hint
     )
 
 

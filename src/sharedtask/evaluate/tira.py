@@ -1,7 +1,7 @@
 """TIRA evaluator mode: ``$inputRun`` (a run directory) + ``$inputDataset`` (the truth)
 -> ``$outputDir/evaluation.prototext``, so that the same code runs as TIRA's evaluator.
 
-The TIRA contract (reference/tasks-and-formats.md, "The TIRA execution contract"):
+The TIRA contract (docs/task-contract.md, "The execution contract"):
 the software's output folder holds ``run.txt`` (or ``run.txt.gz``) at its top and may
 also hold hidden files such as ``.tracking-results.yml``, which we ignore.
 """

@@ -66,7 +66,7 @@ def count_order_changes(entries: Mapping[str, list[tuple[int, float, str]]]) -> 
     ``entries`` maps a topic to its (rank, score, doc) rows. Returns (topics whose
     order changed because of tied scores, topics whose scores contradict the rank
     column). trec_eval ignores the rank column and sorts by score descending, ties
-    by docno descending (evaluation.md); a tie is equal float32 scores.
+    by docno descending (docs/evaluation.md); a tie is equal float32 scores.
     """
     tie_topics = 0
     score_topics = 0

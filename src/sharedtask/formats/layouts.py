@@ -28,6 +28,11 @@ class Layout:
     answer: int | None = None  # Task 3
     sources: int | None = None  # Task 3
     tira_compatible: bool = True  # can TIRA's run.txt check accept this layout at all?
+    title: str = "a TREC run"
+
+    def describe(self) -> str:
+        """For messages: "an ARQMath Task 1 run (Topic_Id Post_Id Rank Score Run_Tag)"."""
+        return f"{self.title} ({self.column_text()})"
 
     @property
     def ncol(self) -> int:
@@ -42,20 +47,23 @@ ARQ1 = Layout(
     "arqmath-task1-run", "arqmath-task1", ("Topic_Id", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1,
     0, 1, 2, 3, 4,
     tira_compatible=False,  # TIRA's check demands exactly 6 columns
+    title="an ARQMath Task 1 run",
 )
 #: Lenient variant of Task 1 (docs/formats.md): TREC with Q0, accepted by the official scripts.
 ARQ1_TREC = Layout(
     "arqmath-task1-run (6-column TREC variant)", "arqmath-task1",
     ("Topic_Id", "Q0", "Post_Id", "Rank", "Score", "Run_Tag"), "\t", -1, 0, 2, 3, 4, 5, q0=1,
+    title="an ARQMath Task 1 run",
 )
 ARQ2 = Layout(
     "arqmath-task2-run", "arqmath-task2", ("Topic_Id", "Formula_Id", "Post_Id", "Rank", "Score", "Run_Tag"),
-    "\t", -1, 0, 1, 3, 4, 5, post=2,
+    "\t", -1, 0, 1, 3, 4, 5, post=2, title="an ARQMath Task 2 run",
 )
 ARQ3 = Layout(
     "arqmath-task3-run", "arqmath-task3", ("Topic_Id", "Rank", "Score", "Run_Tag", "Sources", "Answer"),
     "\t", 5, 0, None, 1, 2, 3, sources=4, answer=5,
     tira_compatible=False,  # the answer holds spaces and column 4 is the tag, not an integer rank
+    title="an ARQMath Task 3 run",
 )
 
 #: Every run format a task spec may name, by that name.

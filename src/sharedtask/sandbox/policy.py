@@ -1,9 +1,9 @@
 """Sandbox limits and policy: parsing user/spec values and turning them into docker options.
 
 Kept apart from the runner so that the exact isolation a run gets can be read,
-tested and recorded without a daemon. Defaults follow design.md ("Sandbox by
-default") and are at least as strict as TIRA (reference/tasks-and-formats.md,
-"The TIRA execution contract"), except where noted.
+tested and recorded without a daemon. Defaults follow docs/architecture.md ("Sandbox by
+default") and are at least as strict as TIRA (docs/task-contract.md,
+"The execution contract"), except where noted.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 
-# Container paths of the TIRA contract (reference/tasks-and-formats.md).
+# Container paths of the TIRA contract (docs/task-contract.md).
 INPUT_MOUNT = "/tira-data/input"
 OUTPUT_MOUNT = "/tira-data/output"
 INPUT_RUN_MOUNT = "/tira-data/input-run"
 # Resolvable host name: Anserini's log4j logs UnknownHostException without one
-# under --network none (reference/docker-on-these-machines.md).
+# under --network none (docker/README.md).
 HOSTNAME = "tira-sandbox"
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)

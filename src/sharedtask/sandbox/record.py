@@ -5,7 +5,7 @@ Two files in the run's record directory (the parent of ``output/`` by default):
 - ``ir-metadata.yml``: the same provenance in the vocabulary of ir_metadata
   (https://www.ir-metadata.org: sections platform, implementation, data,
   resources), the format TIRA's resource tracker writes as
-  ``.tracking-results.yml`` (reference/tasks-and-formats.md).
+  ``.tracking-results.yml`` (docs/task-contract.md).
 """
 
 from __future__ import annotations

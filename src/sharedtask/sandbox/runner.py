@@ -5,7 +5,7 @@ size, logs), kills when a limit is hit, always removes the container, and
 returns a :class:`RunResult`. Choosing defaults from a task, validating the
 output and writing the run record happen in :mod:`sharedtask.sandbox.api`.
 
-The contract is TIRA's (reference/tasks-and-formats.md, "The TIRA execution
+The contract is TIRA's (docs/task-contract.md, "The execution
 contract"); the mounts, variables and ``$var`` substitution mirror what
 ``tira-run`` does (tira 0.0.207, ``tira/local_execution_integration.py``).
 """
@@ -124,7 +124,7 @@ def substitute(command: str, has_input_run: bool) -> str:
 
 
 def contract_environment(dataset_id: str, has_input_run: bool) -> dict[str, str]:
-    """The variables TIRA sets (reference/tasks-and-formats.md)."""
+    """The variables TIRA sets (docs/task-contract.md)."""
     env = {
         "inputDataset": INPUT_MOUNT,
         "outputDir": OUTPUT_MOUNT,
