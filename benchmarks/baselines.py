@@ -69,7 +69,7 @@ def anserini_indexing_seconds(log: str) -> float | None:
 def current_image() -> str:
     """The Lucene baseline image of this checkout, rebuilt when its context changed."""
     from sharedtask.cli.baseline import build_software
-    from sharedtask.demo import with_parents
+    from sharedtask.pipeline import with_parents
     from sharedtask.manifest import load_manifest
 
     manifest = load_manifest()

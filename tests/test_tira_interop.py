@@ -413,7 +413,7 @@ BASELINE_CASES = [
 
 @pytest.fixture(scope="module")
 def built_baselines(docker_client, base_image) -> None:
-    from sharedtask.demo import with_parents
+    from sharedtask.pipeline import with_parents
 
     manifest = load_manifest()
     for sw in with_parents([manifest.software(c.software) for c in BASELINE_CASES], manifest):

@@ -84,7 +84,7 @@ def build_software(sw: Software, *, force: bool = False) -> str:
 
 def _build(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
-    from sharedtask.demo import with_parents
+    from sharedtask.pipeline import with_parents
 
     targets = [manifest.software(args.name)] if args.name else list(manifest.baselines)
     for sw in with_parents(targets, manifest):
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     if not sw.serves(task.id):
         raise SharedTaskError(f"{sw.name} does not serve {task.id}", hint=f"it serves: {', '.join(sw.tasks)}")
-    from sharedtask.demo import with_parents
+    from sharedtask.pipeline import with_parents
 
     for needed in with_parents([sw], manifest):
         build_software(needed)

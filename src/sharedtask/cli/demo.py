@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from sharedtask.demo import build_images, run_task, sections, with_parents
+    from sharedtask.pipeline import build_images, run_task, sections, with_parents
     from sharedtask.manifest import load_manifest
     from sharedtask.report import write_report
     from sharedtask.spec import all_tasks, load_task

@@ -90,7 +90,7 @@ def run_and_report(task, image: str, *, json_output: bool = False, **options) ->
     keyword arguments of :func:`sharedtask.sandbox.run`.
     """
     from sharedtask.sandbox import run
-    from sharedtask.sandbox.reporting import LiveObserver, render_json, summary
+    from sharedtask.sandbox.live import LiveObserver, render_json, summary
 
     observer = None if json_output else LiveObserver(err_console)
     outcome = run(task, image, observer=observer, **options)

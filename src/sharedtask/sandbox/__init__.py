@@ -3,7 +3,7 @@
 - :func:`run` (``api``): task defaults → container → validation → run record;
 - :mod:`.runner`: the container execution itself (mounts, limits, watching, cleanup);
 - :mod:`.policy`: limits and isolation options; :mod:`.record`: run-record.json
-  and ir-metadata.yml; :mod:`.reporting`: rich progress and summaries.
+  and ir-metadata.yml; :mod:`.live`: the live panel and summaries in the terminal.
 """
 
 from sharedtask.sandbox.api import SandboxRun, run

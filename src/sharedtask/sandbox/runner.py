@@ -262,110 +262,37 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     the container and returns a result with status ``interrupted`` after
     re-raising is left to the caller (``result.status == "interrupted"``).
     """
-    import docker
-
     client = docker_client()
     if not request.input_dir.is_dir():
         raise SharedTaskError(f"input directory {request.input_dir} does not exist")
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
-    try:
-        image = client.images.get(request.image)
-    except docker.errors.ImageNotFound:
-        raise SharedTaskError(
-            f"image {request.image} is not available locally",
-            hint="build or `docker pull` it first: sharedtask run never pulls (runs must be reproducible offline)",
-        ) from None
-    except (docker.errors.NullResource, docker.errors.APIError) as exc:
-        # A malformed reference ("Bad Image", "x:y:z", "") is the user's typo, not a daemon fault.
-        if isinstance(exc, docker.errors.APIError) and exc.status_code != 400:
-            raise
-        reason = exc.explanation if isinstance(exc, docker.errors.APIError) else "no image name given"
-        raise SharedTaskError(f"invalid image reference {request.image!r}: {reason}",
-                              hint="use name[:tag] in lowercase, e.g. my-team/ranker:1") from None
+    image = _local_image(client, request.image)
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
-    stdout_path = request.log_dir / "stdout.log"
-    stderr_path = request.log_dir / "stderr.log"
     spec = _container_spec(request)
-    limits = request.policy.limits
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-
+    watch = _Watch(request, observer)
     started_at = _now()
     t0 = time.monotonic()
     container = client.containers.create(image.id, detach=True, **spec)
-    status: str | None = None
-    message = ""
-    exit_code: int | None = None
-    oom_killed = False
-    memory = MemoryProbe(None, None, SAMPLE_INTERVAL)
-    output_bytes = 0
-    pumps: list[_LogPump] = []
     try:
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            status, message = FAILED, f"container did not start: {exc.explanation or exc}"
-        if status is None:
-            memory = MemoryProbe(None, None, SAMPLE_INTERVAL, container.id)
-            memory.sample()
-            if observer is not None:
-                observer.started(request, container.id)
-            if memory.source == "not measured":  # unusual cgroup layout: ask for the pid
-                container.reload()
-                pid = container.attrs.get("State", {}).get("Pid") or None
-                memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True),
-                                     SAMPLE_INTERVAL)
-            memory.sample()
-            pumps = [
-                _LogPump(container, "stdout", stdout_path, tail, observer),
-                _LogPump(container, "stderr", stderr_path, tail, observer),
-            ]
-            waiter = _Waiter(container)
-            for thread in (*pumps, waiter):
-                thread.start()
-            next_output_check = 0.0
-            try:
-                while not waiter.done.wait(SAMPLE_INTERVAL):
-                    elapsed = time.monotonic() - t0
-                    memory.sample()
-                    if elapsed >= next_output_check:
-                        output_bytes = directory_size(request.output_dir, limits.max_output)
-                        next_output_check = elapsed + OUTPUT_CHECK_INTERVAL
-                    if output_bytes > limits.max_output:
-                        status = OUTPUT_LIMIT
-                        message = f"killed: output exceeded {format_size(limits.max_output)}"
-                    elif elapsed > limits.timeout:
-                        status = TIMEOUT
-                        message = f"timed out after {limits.timeout:g} s"
-                    if status is not None:
-                        _kill(container)
-                        waiter.done.wait(30)
-                        break
-                    if observer is not None:
-                        observer.tick(Snapshot(elapsed, limits.timeout, memory.current, memory.peak,
-                                               limits.memory, output_bytes, limits.max_output))
-            except KeyboardInterrupt:
-                _kill(container)
-                status, message = INTERRUPTED, "stopped by the user (Ctrl-C)"
-            for pump in pumps:
-                pump.join(timeout=10)
-            state = _inspect_state(container)
-            oom_killed = bool(state.get("OOMKilled"))
-            exit_code = waiter.status_code if waiter.status_code is not None else state.get("ExitCode")
+        watch.run(container, t0)
     finally:
         _remove(container)
     wall = time.monotonic() - t0
     ended_at = _now()
+    limits = request.policy.limits
     output_bytes = directory_size(request.output_dir)
+    status, message = watch.status, watch.message
     if status is None:
-        status, message = _classify(exit_code, oom_killed, output_bytes, limits.memory, limits.max_output)
-    for path in (stdout_path, stderr_path):
+        status, message = _classify(watch.exit_code, watch.oom_killed, output_bytes, limits.memory, limits.max_output)
+    for path in (watch.stdout_path, watch.stderr_path):
         path.touch(exist_ok=True)
+    memory = watch.memory
     result = RunResult(
         status=status,
         message=message,
-        exit_code=exit_code,
+        exit_code=watch.exit_code,
         started_at=started_at,
         ended_at=ended_at,
         wall_seconds=round(wall, 3),
@@ -378,20 +305,120 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         command=request.command,
         environment=dict(spec["environment"]),
         mounts=dict(spec["volumes"]),
-        oom_killed=oom_killed,
+        oom_killed=watch.oom_killed,
         peak_memory=memory.peak,
         peak_memory_source=memory.source if memory.peak is not None
         else "not measured: the container exited before the first sample",
         output_bytes=output_bytes,
-        stdout_path=stdout_path,
-        stderr_path=stderr_path,
-        log_tail=list(tail),
-        log_truncated=any(p.truncated for p in pumps),
+        stdout_path=watch.stdout_path,
+        stderr_path=watch.stderr_path,
+        log_tail=list(watch.tail),
+        log_truncated=any(p.truncated for p in watch.pumps),
         container_options={k: v for k, v in spec.items() if k not in ("environment", "volumes", "labels")},
     )
     if observer is not None:
         observer.finished(result)
     return result
+
+
+def _local_image(client: Any, reference: str) -> Any:
+    """The image, which must already be local: a run never pulls (reproducible offline)."""
+    import docker
+
+    try:
+        return client.images.get(reference)
+    except docker.errors.ImageNotFound:
+        raise SharedTaskError(
+            f"image {reference} is not available locally",
+            hint="build or `docker pull` it first: sharedtask run never pulls (runs must be reproducible offline)",
+        ) from None
+    except (docker.errors.NullResource, docker.errors.APIError) as exc:
+        # A malformed reference ("Bad Image", "x:y:z", "") is the user's typo, not a daemon fault.
+        if isinstance(exc, docker.errors.APIError) and exc.status_code != 400:
+            raise
+        reason = exc.explanation if isinstance(exc, docker.errors.APIError) else "no image name given"
+        raise SharedTaskError(f"invalid image reference {reference!r}: {reason}",
+                              hint="use name[:tag] in lowercase, e.g. my-team/ranker:1") from None
+
+
+class _Watch:
+    """Starts a created container and watches it (time, memory, output size, logs) until it
+    ends or a limit is hit; what it saw is left on its attributes."""
+
+    def __init__(self, request: RunRequest, observer: RunObserver | None) -> None:
+        self.request, self.observer = request, observer
+        self.stdout_path = request.log_dir / "stdout.log"
+        self.stderr_path = request.log_dir / "stderr.log"
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.status: str | None = None
+        self.message = ""
+        self.exit_code: int | None = None
+        self.oom_killed = False
+        self.memory = MemoryProbe(None, None, SAMPLE_INTERVAL)
+        self.pumps: list[_LogPump] = []
+
+    def run(self, container: Any, t0: float) -> None:
+        import docker
+
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            self.status, self.message = FAILED, f"container did not start: {exc.explanation or exc}"
+            return
+        self._probe_memory(container)
+        self.pumps = [
+            _LogPump(container, "stdout", self.stdout_path, self.tail, self.observer),
+            _LogPump(container, "stderr", self.stderr_path, self.tail, self.observer),
+        ]
+        waiter = _Waiter(container)
+        for thread in (*self.pumps, waiter):
+            thread.start()
+        try:
+            self._loop(container, waiter, t0)
+        except KeyboardInterrupt:
+            _kill(container)
+            self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C)"
+        for pump in self.pumps:
+            pump.join(timeout=10)
+        state = _inspect_state(container)
+        self.oom_killed = bool(state.get("OOMKilled"))
+        self.exit_code = waiter.status_code if waiter.status_code is not None else state.get("ExitCode")
+
+    def _probe_memory(self, container: Any) -> None:
+        self.memory = MemoryProbe(None, None, SAMPLE_INTERVAL, container.id)
+        self.memory.sample()
+        if self.observer is not None:
+            self.observer.started(self.request, container.id)
+        if self.memory.source == "not measured":  # unusual cgroup layout: ask for the pid
+            container.reload()
+            pid = container.attrs.get("State", {}).get("Pid") or None
+            self.memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True), SAMPLE_INTERVAL)
+        self.memory.sample()
+
+    def _loop(self, container: Any, waiter: _Waiter, t0: float) -> None:
+        """Sample until the container exits; kill it when a limit is hit."""
+        limits = self.request.policy.limits
+        output_bytes = 0
+        next_output_check = 0.0
+        while not waiter.done.wait(SAMPLE_INTERVAL):
+            elapsed = time.monotonic() - t0
+            self.memory.sample()
+            if elapsed >= next_output_check:
+                output_bytes = directory_size(self.request.output_dir, limits.max_output)
+                next_output_check = elapsed + OUTPUT_CHECK_INTERVAL
+            if output_bytes > limits.max_output:
+                self.status = OUTPUT_LIMIT
+                self.message = f"killed: output exceeded {format_size(limits.max_output)}"
+            elif elapsed > limits.timeout:
+                self.status = TIMEOUT
+                self.message = f"timed out after {limits.timeout:g} s"
+            if self.status is not None:
+                _kill(container)
+                waiter.done.wait(30)
+                return
+            if self.observer is not None:
+                self.observer.tick(Snapshot(elapsed, limits.timeout, self.memory.current, self.memory.peak,
+                                            limits.memory, output_bytes, limits.max_output))
 
 
 def _classify(exit_code: int | None, oom_killed: bool, output_bytes: int,
