@@ -291,9 +291,11 @@ def test_writes_outside_the_output_dir_leave_no_trace(docker_client, test_image,
 
 def test_output_files_belong_to_the_chosen_user(test_image, dataset, tmp_path):
     mine = sandbox(test_image, dataset, tmp_path / "me", "id -u > $outputDir/uid; mkdir $outputDir/sub")
-    assert (mine.request.output_dir / "uid").read_text().strip() == str(os.getuid())
-    assert (mine.request.output_dir / "uid").stat().st_uid == os.getuid()
-    assert (mine.request.output_dir / "sub").stat().st_uid == os.getuid()
+    # "me": the invoking user, except that root gets the unprivileged sandbox uid 10001.
+    expected = 10001 if os.getuid() == 0 else os.getuid()
+    assert (mine.request.output_dir / "uid").read_text().strip() == str(expected)
+    assert (mine.request.output_dir / "uid").stat().st_uid == expected
+    assert (mine.request.output_dir / "sub").stat().st_uid == expected
     other = sandbox(test_image, dataset, tmp_path / "other", "id -u > $outputDir/uid; echo $HOME > $outputDir/home",
                     user="4321:4321")
     assert other.result.status == "success", other.result.log_tail

@@ -18,7 +18,7 @@ from sharedtask.sandbox.policy import (
     parse_size,
     parse_user,
 )
-from sharedtask.sandbox.probes import directory_size
+from sharedtask.sandbox.outputs import Usage, check_run_file, output_usage, remove_tree
 from sharedtask.sandbox.runner import _classify, contract_environment, substitute
 
 GiB = 1024**3
@@ -61,7 +61,8 @@ def test_parse_duration_rejects(bad):
 
 
 def test_parse_user():
-    assert parse_user("me") == f"{os.getuid()}:{os.getgid()}"
+    # A root organizer's containers get a fixed unprivileged uid, anyone else's their own.
+    assert parse_user("me") == ("10001:10001" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}")
     assert parse_user("image") is None
     assert parse_user(None) is None
     assert parse_user("1234") == "1234"
@@ -71,11 +72,13 @@ def test_parse_user():
 
 
 def test_limits_from_spec_and_overrides():
-    spec = SimpleNamespace(memory="10g", cpus=2, timeout=7200, pids=1024, max_output="1g")
+    spec = SimpleNamespace(memory="10g", cpus=2, timeout=7200, pids=1024, max_output="1g", max_output_entries=500, disk="3g")
     limits = Limits.from_spec(spec)
-    assert limits == Limits(memory=10 * GiB, cpus=2.0, timeout=7200.0, pids=1024, max_output=GiB)
-    changed = limits.with_overrides(memory="512m", timeout="90s", cpus=0.5)
-    assert (changed.memory, changed.timeout, changed.cpus, changed.pids) == (512 * MiB, 90.0, 0.5, 1024)
+    assert limits == Limits(memory=10 * GiB, cpus=2.0, timeout=7200.0, pids=1024, max_output=GiB,
+                            max_output_entries=500, disk=3 * GiB)
+    changed = limits.with_overrides(memory="512m", timeout="90s", cpus=0.5, disk="100m")
+    assert (changed.memory, changed.timeout, changed.cpus, changed.pids, changed.disk) == (
+        512 * MiB, 90.0, 0.5, 1024, 100 * MiB)
     with pytest.raises(SharedTaskError):
         limits.with_overrides(cpus=0)
 
@@ -144,25 +147,71 @@ def test_contract_environment():
         (137, True, 10, "oom", "killed: out of memory at 2 GiB"),
         (137, False, 10, "failed", "SIGKILL"),
         (0, False, 2 * GiB, "output-limit", "more than the limit of 1 GiB"),
+        (0, False, -1, "output-limit", "more than 100 files, directories and links"),
         (0, True, 10, "success", "ran out of memory"),
         (None, False, 0, "failed", "could not be read"),
     ],
 )
 def test_classification_in_plain_words(exit_code, oom, out, status, words):
-    got_status, message = _classify(exit_code, oom, out, 2 * GiB, GiB)
+    limits = Limits(memory=2 * GiB, cpus=1, timeout=10, pids=64, max_output=GiB, max_output_entries=100)
+    usage = Usage(bytes=0, entries=101) if out == -1 else Usage(bytes=out, entries=1)
+    got_status, message = _classify(exit_code, oom, usage, limits)
     assert got_status == status
     assert words in message
 
 
-def test_directory_size_counts_apparent_size_and_nested_files(tmp_path: Path):
+def test_output_usage_counts_apparent_size_entries_and_stops_at_a_bound(tmp_path: Path):
     (tmp_path / "a").write_bytes(b"x" * 1000)
     (tmp_path / "d" / "e").mkdir(parents=True)
     (tmp_path / "d" / "e" / "b").write_bytes(b"y" * 24)
     with (tmp_path / "sparse").open("wb") as fh:  # 10 MiB hole, almost no blocks
         fh.seek(10 * MiB - 1)
         fh.write(b"\0")
-    assert directory_size(tmp_path) == 1000 + 24 + 10 * MiB
-    assert directory_size(tmp_path, stop_above=500) > 500
+    (tmp_path / "link").symlink_to("/etc")  # counted as an entry, never followed
+    usage = output_usage(tmp_path)
+    assert (usage.bytes - len("/etc"), usage.entries, usage.truncated) == (1000 + 24 + 10 * MiB, 6, False)
+    assert output_usage(tmp_path, max_bytes=500).truncated
+    assert output_usage(tmp_path, max_entries=2).entries == 3
+    # On disk the sparse file takes a block or so, and every entry is charged entry_cost.
+    assert output_usage(tmp_path, allocated=True, entry_cost=4096).bytes < 1 * MiB
+
+
+def test_deep_trees_are_walked_and_removed_without_recursion(tmp_path: Path):
+    root = tmp_path / "out"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(1500):  # deeper than Python's recursion limit, built the way a container would
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    os.close(fd)
+    usage = output_usage(root)
+    assert usage.truncated and usage.depth == 256  # counted down to the bound, no RecursionError
+    (root / "d").chmod(0o500)  # a container may leave directories read-only
+    remove_tree(root)
+    assert not root.exists()
+
+
+def test_run_file_check_never_follows_or_opens_what_the_container_left(tmp_path: Path):
+    secret = tmp_path / "secret"
+    secret.write_text("1 Q0 stolen 1 1.0 x\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.txt").symlink_to(secret)
+    assert check_run_file(out, "run.txt", GiB).code == "RUN-OUTPUT-LINK"
+    (out / "run.txt").unlink()
+    os.mkfifo(out / "run.txt")  # opening it would block the host forever
+    assert check_run_file(out, "run.txt", GiB).code == "RUN-OUTPUT-SPECIAL"
+    (out / "run.txt").unlink()
+    with (out / "run.txt").open("wb") as fh:  # sparse: 100 GiB of nothing
+        fh.truncate(100 * GiB)
+    check = check_run_file(out, "run.txt", GiB)
+    assert check.code == "RUN-TOO-LARGE" and "100 GiB" in check.reason
+    (out / "run.txt").write_text("1 Q0 d 1 1.0 x\n")
+    assert check_run_file(out, "run.txt", GiB).path == out / "run.txt"
+    (out / "run.txt.gz").write_bytes(b"")
+    assert check_run_file(out, "run.txt", GiB).code == "RUN-MISSING"  # both: TIRA refuses
 
 
 def test_run_dir_naming(tmp_path: Path):

@@ -69,6 +69,10 @@ CATALOGUE: dict[str, Code] = {
     "RUN-NO-FINAL-NEWLINE": _c(_S, W, "the last line has no newline",
                                "line-based tools (wc, while read) miss an unterminated last line: end the file with a newline"),
     "RUN-GZIP": _c(_S, E, "a .gz run that is not valid gzip", "recompress the run with gzip, or submit it uncompressed"),
+    "RUN-TOO-LARGE": _c(_S, E, "the run (or its decompressed content) is larger than the task's bound for run files",
+                        "the bound is the task's output.max_run_bytes: write at most max_results_per_topic lines per topic"),
+    "RUN-LINE-TOO-LONG": _c(_S, E, "a line longer than the task's bound (output.max_line_bytes)",
+                            "a run line holds a few ids and numbers: check that lines end with a newline"),
     "RUN-EMPTY": _c(_S, E, "the run has no result lines", "write one line per result in the task's layout"),
     # --- fields (validate/fields.py)
     "RUN-TOPIC-ID": _c(_F, E, "a topic id that does not match the task's pattern",
@@ -166,6 +170,10 @@ CATALOGUE: dict[str, Code] = {
     # --- the organizer's pipeline (sharedtask demo)
     "RUN-MISSING": _c(_P, E, "the software wrote no run file", "write $outputDir/run.txt (or run.txt.gz)"),
     "RUN-UNREADABLE": _c(_P, E, "the run file could not be read", "see the reason given"),
+    "RUN-OUTPUT-LINK": _c(_P, E, "the run file in $outputDir is a symbolic link (never followed by the host)",
+                          "write run.txt as a regular file into $outputDir, not a link to it"),
+    "RUN-OUTPUT-SPECIAL": _c(_P, E, "the run file in $outputDir is a FIFO, socket, device or directory",
+                             "write run.txt as a regular file"),
 }
 
 

@@ -9,6 +9,11 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any, Iterable
 
+from sharedtask.untrusted import printable
+
+#: Characters of a finding's message kept (the rest is cut with a marker).
+MESSAGE_LIMIT = 400
+
 
 class Severity(str, Enum):
     ERROR = "error"
@@ -25,6 +30,11 @@ class Finding:
     line: int | None = None
     column: int | None = None
     hint: str | None = None
+
+    def __post_init__(self) -> None:
+        # Messages quote run lines, which a submission wrote: bounded and without control
+        # characters before they reach a terminal, a run record or a report.
+        object.__setattr__(self, "message", printable(self.message, MESSAGE_LIMIT, keep_newlines=True))
 
     @property
     def location(self) -> str:

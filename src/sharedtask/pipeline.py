@@ -10,7 +10,6 @@ the others: they become rows with their status at the bottom of the leaderboard.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +20,7 @@ from sharedtask.findings import Finding, Severity
 from sharedtask.images import ensure_image
 from sharedtask.manifest import Dataset, Manifest, Software
 from sharedtask.report import RunEntry, TaskSection
+from sharedtask.sandbox.outputs import REJECTED, remove_tree
 from sharedtask.spec import Task
 
 Say = Callable[[str], None]
@@ -42,9 +42,8 @@ def findings_from_validation(validation: dict[str, Any]) -> list[Finding]:
     for raw in report.get("findings", []):
         fields = {k: raw.get(k) for k in ("code", "message", "path", "line", "column", "hint")}
         out.append(Finding(severity=Severity(raw["severity"]), **fields))
-    if validation.get("status") in ("error", "no run file"):
-        out.append(finding("RUN-MISSING" if validation["status"] == "no run file" else "RUN-UNREADABLE",
-                           validation.get("reason", "")))
+    if validation.get("code"):  # refused before or instead of validation (no run file, a link, ...)
+        out.append(finding(validation["code"], validation.get("reason", "")))
     return out
 
 
@@ -117,8 +116,7 @@ def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say,
         entry.notes.append(f"image build failed: {build_error}")
         return entry, None
     run_dir = out_dir / task.id / sw.name
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    remove_tree(run_dir)  # a previous run's output: any depth, links not followed
     run_dir.mkdir(parents=True)
     try:
         outcome = sandbox_run(task, sw.image, command=command, input_dir=dataset.input_dir,
@@ -131,7 +129,7 @@ def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say,
     entry.record = outcome.record
     entry.findings = findings_from_validation(outcome.validation)
     verdict = outcome.validation.get("status")
-    entry.valid = True if verdict == "valid" else False if verdict in ("invalid", "error", "no run file") else None
+    entry.valid = True if verdict == "valid" else False if verdict in REJECTED else None
     if not outcome.result.ok or entry.valid is False or dataset.truth_dir is None:
         return entry, None
     run_file = Path(outcome.validation["run_file"])

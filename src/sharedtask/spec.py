@@ -22,6 +22,7 @@ import yaml
 
 from sharedtask.errors import SpecError, UnknownTaskError
 from sharedtask.resources import resource
+from sharedtask.units import parse_size
 
 SCHEMA_FILE = "task.schema.json"
 BASE_DIR = "_base"
@@ -72,6 +73,17 @@ class OutputContract:
     patterns: dict[str, str]
     max_answer_chars: int | None = None
     file_name_pattern: str | None = None
+    #: Host-side bounds on reading a run a container wrote (docs/threat-model.md).
+    max_run_bytes: str = "1g"
+    max_line_bytes: str = "1m"
+
+    @property
+    def run_bytes_bound(self) -> int:
+        return parse_size(self.max_run_bytes, "output.max_run_bytes")
+
+    @property
+    def line_bytes_bound(self) -> int:
+        return parse_size(self.max_line_bytes, "output.max_line_bytes")
 
     def pattern(self, name: str) -> re.Pattern[str] | None:
         """Compiled full-match pattern for an id field, or None if the spec sets none."""
@@ -130,6 +142,9 @@ class SandboxLimits:
     timeout: int
     pids: int
     max_output: str
+    max_output_entries: int = 100_000
+    disk: str = "10g"
+    runtime: str = "runc"
 
 
 @dataclass(frozen=True)
@@ -382,6 +397,7 @@ def load_task_file(path: Path) -> Task:
             patterns=dict(out["patterns"]),
             max_answer_chars=out.get("max_answer_chars"),
             file_name_pattern=out.get("file_name_pattern"),
+            **{key: str(out[key]) for key in ("max_run_bytes", "max_line_bytes") if key in out},
         ),
         truth=TruthContract(
             files=tuple(TruthFile(**f) for f in truth["files"]),

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from typing import Sequence
 
 from sharedtask import __version__
 from sharedtask.errors import SharedTaskError
+from sharedtask.untrusted import markup_safe
 
 # The validator uses numpy only for vector arithmetic, never BLAS; OpenBLAS would still
 # start one thread per core at import (~0.1 s CPU measured with py-spy). Users who set
@@ -70,6 +72,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop a command the way Ctrl-C does.
+
+    Why: the sandbox kills and removes its container on KeyboardInterrupt; a
+    ``kill`` of the CLI (or a closed terminal) must not leave the container
+    running unwatched (docs/threat-model.md, "Orphans").
+    """
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread (embedded use): leave signals alone
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Import only the chosen subcommand (evaluate on a small run is dominated by start-up);
@@ -83,10 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    _stop_on_signals()
     try:
         return int(args.func(args))
     except SharedTaskError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {markup_safe(str(exc), None, keep_newlines=True)}", soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("[bold red]interrupted[/]")
@@ -98,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # expected, a missing parent, no permission, disk full): their mistake, one line.
         if exc.filename is None or exc.strerror is None:
             raise  # not about a file: a bug, keep the traceback
-        err_console.print(f"[bold red]error:[/] {exc.strerror}: {exc.filename}"
+        err_console.print(f"[bold red]error:[/] {markup_safe(f'{exc.strerror}: {exc.filename}', None)}"
                           " (check the path and its permissions)", soft_wrap=True)
         return 2
 

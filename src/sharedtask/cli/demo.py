@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.untrusted import markup_safe
 from sharedtask.images import docker_client
 
 console = Console(highlight=False)
@@ -77,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         status = progress.add_task("starting", total=None)
 
         def say(message: str) -> None:
-            progress.update(status, description=f"[dim]{message}[/]")
+            progress.update(status, description=f"[dim]{markup_safe(message, 160)}[/]")
 
         builds = progress.add_task("building images", total=len(to_build))
         build_errors: dict[str, str | None] = {}
@@ -86,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
             progress.update(builds, completed=len(build_errors))
         for image, error in build_errors.items():
             if error:
-                progress.console.print(f"[bold red]build failed[/] {image}: {error}")
+                progress.console.print(f"[bold red]build failed[/] {markup_safe(image)}: {markup_safe(error, 2000, keep_newlines=True)}")
         runs = progress.add_task("sandboxed runs", total=total)
         for task in tasks:
             outcome = run_task(task, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     console.print(f"\n[bold]report[/]: {report}\n[bold]runs, records, leaderboards[/]: {out}")
     if failed:
         console.print(f"[bold red]{len(failed)} run(s) failed or were invalid[/]: "
-                      + ", ".join(f"{t}/{n} ({s})" for t, n, s in failed))
+                      + markup_safe(", ".join(f"{t}/{n} ({s})" for t, n, s in failed), None))
         return 1
     return 0
 
@@ -123,6 +124,7 @@ def _task_table(outcome) -> Table:
             reason = entry.status if entry.status != "success" else ("invalid run" if entry.valid is False else "not scored")
             if entry.status == "error" and entry.notes:  # nothing ran: say why (missing image, failed build)
                 reason += f": {entry.notes[0]}"
-            cells = [entry.name, f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
+            reason = markup_safe(reason, 300)
+            cells = [markup_safe(entry.name), f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
             table.add_row(*cells[: len(table.columns)])
     return table

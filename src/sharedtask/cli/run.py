@@ -44,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--cpus", type=float, metavar="N", help="CPU cores, may be fractional (default: task spec)")
     parser.add_argument("--pids", type=int, metavar="N", help="process/thread limit (default: task spec)")
     parser.add_argument("--max-output", metavar="SIZE", help="output size limit, e.g. 1g (default: task spec)")
+    parser.add_argument("--disk", metavar="SIZE",
+                        help="limit on what the container writes to its own file system, outside $outputDir "
+                             "and /tmp, e.g. 10g (default: task spec)")
+    parser.add_argument("--runtime", choices=("runc", "runsc"),
+                        help="OCI runtime: runc (docker's default) or runsc (gVisor; see docs/threat-model.md) "
+                             "(default: task spec)")
     net = parser.add_mutually_exclusive_group()
     net.add_argument("--allow-network", action="store_true",
                      help="join docker's default bridge network (TIRA runs have no network)")
@@ -74,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
         cpus=args.cpus,
         pids=args.pids,
         max_output=args.max_output,
+        disk=args.disk,
+        runtime=args.runtime,
         network=network,
         user=args.user,
         read_only_root=args.read_only_root,

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.runfile import find_run_file
-from sharedtask.sandbox.policy import Limits, Policy, parse_user
+from sharedtask.sandbox.outputs import REJECTED, check_run_file
+from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
 from sharedtask.sandbox.runner import RunObserver, RunRequest, RunResult, docker_client, run_container
 
@@ -37,8 +37,8 @@ class SandboxRun:
 
     @property
     def ok(self) -> bool:
-        """The container succeeded and its output is not known to be invalid."""
-        return self.result.ok and self.validation.get("status") != "invalid"
+        """The container succeeded and left a run file that is not known to be invalid."""
+        return self.result.ok and self.validation.get("status") not in REJECTED
 
 
 def image_slug(image: str) -> str:
@@ -86,24 +86,30 @@ def _prefetch_validator() -> threading.Thread:
     return thread
 
 
-def validate_output(output_dir: Path, task: Any, input_dir: Path | None) -> dict[str, Any]:
+def validate_output(output_dir: Path, task: Any, input_dir: Path | None,
+                    max_output: int | None = None) -> dict[str, Any]:
     """The validator's verdict on the run file, or why there is none.
 
-    The validator lives in :mod:`sharedtask.validate` (its own issue); it is
-    imported lazily and guarded so that the sandbox works without it.
+    The run file is first examined without following links or reading a byte
+    (:func:`sharedtask.sandbox.outputs.check_run_file`): a link, a device or an
+    oversized file is refused with a finding code and never opened. The validator
+    then reads it within the task's byte and line bounds.
     """
+    bound = task.output.run_bytes_bound if max_output is None else min(max_output, task.output.run_bytes_bound)
+    check = check_run_file(output_dir, task.output.file, bound)
+    if not check.ok:
+        status = "no run file" if check.code == "RUN-MISSING" else "refused"
+        return {"status": status, "code": check.code, "reason": check.reason}
     try:
         from sharedtask.validate import validate  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - ImportError or a half-built module
         return {"status": "not available", "reason": f"validator not importable ({exc.__class__.__name__})"}
-    try:
-        run_file = find_run_file(output_dir, task.output.file)
-    except SharedTaskError as exc:
-        return {"status": "no run file", "reason": str(exc)}
+    run_file = check.path
+    assert run_file is not None
     try:
         verdict = validate(run_file, task, topics=None, input_dir=input_dir)
     except SharedTaskError as exc:
-        return {"status": "error", "run_file": str(run_file), "reason": str(exc)}
+        return {"status": "error", "code": "RUN-UNREADABLE", "run_file": str(run_file), "reason": str(exc)}
     report: Any = verdict.to_json() if hasattr(verdict, "to_json") else None
     return {"status": "valid" if verdict.valid else "invalid", "run_file": str(run_file), "report": report}
 
@@ -131,6 +137,8 @@ def run(
     cpus: float | None = None,
     pids: int | None = None,
     max_output: str | int | None = None,
+    disk: str | int | None = None,
+    runtime: str | None = None,
     network: str | None = None,
     user: str | None = "me",
     read_only_root: bool = False,
@@ -143,7 +151,8 @@ def run(
     ``task`` is a task id or a loaded :class:`sharedtask.spec.Task`; its
     ``sandbox`` limits are the defaults that the keyword arguments override.
     ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
-    the name of a docker network. ``user="me"`` runs as the invoking uid:gid so
+    the name of a docker network. ``runtime`` is ``runc`` or ``runsc`` (gVisor);
+    ``disk`` bounds what the container writes outside its mounts. ``user="me"`` runs as the invoking uid:gid so
     output files are yours; ``user="image"`` keeps the image's USER like TIRA
     (output then usually belongs to root). Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
@@ -155,9 +164,10 @@ def run(
 
         task = load_task(task)
     limits = Limits.from_spec(task.sandbox).with_overrides(
-        memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output
+        memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output, disk=disk
     )
-    policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root)
+    policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
+                    runtime=parse_runtime(runtime or task.sandbox.runtime))
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
@@ -204,7 +214,7 @@ def run(
     if prefetch is not None:
         prefetch.join()
     if validate:
-        validation = validate_output(out_path.resolve(), task, input_path.resolve())
+        validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output)
     else:
         validation = {"status": "skipped"}
     record = build_record(request, result, task_id=task.id, validation=validation)

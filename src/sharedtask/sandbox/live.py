@@ -13,12 +13,14 @@ from rich.table import Table
 from rich.text import Text
 
 from sharedtask.sandbox.api import SandboxRun
-from sharedtask.sandbox.policy import format_size
+from sharedtask.units import format_size
+from sharedtask.untrusted import markup_safe, printable
 from sharedtask.sandbox.runner import (
     FAILED,
     INTERRUPTED,
     OOM,
     OUTPUT_LIMIT,
+    DISK_LIMIT,
     SUCCESS,
     TIMEOUT,
     RunRequest,
@@ -27,7 +29,7 @@ from sharedtask.sandbox.runner import (
 )
 
 STATUS_STYLE = {SUCCESS: "bold green", FAILED: "bold red", TIMEOUT: "bold red", OOM: "bold red",
-                OUTPUT_LIMIT: "bold red", INTERRUPTED: "bold yellow"}
+                OUTPUT_LIMIT: "bold red", DISK_LIMIT: "bold red", INTERRUPTED: "bold yellow"}
 VERDICT_STYLE = {"valid": "green", "invalid": "bold red", "error": "red"}
 
 
@@ -43,7 +45,7 @@ class LiveObserver:
         self._live: Live | None = None
 
     def started(self, request: RunRequest, container_id: str) -> None:
-        self._title = f"{request.image}  [dim]container {container_id[:12]}[/]"
+        self._title = f"{markup_safe(request.image)}  [dim]container {container_id[:12]}[/]"
         if self.console.is_terminal:
             self._live = Live(get_renderable=self._render, console=self.console,
                               refresh_per_second=4, transient=True)
@@ -51,7 +53,7 @@ class LiveObserver:
 
     def log(self, stream: str, line: str) -> None:
         with self._lock:
-            self._tail.append(line if stream == "stdout" else f"[stderr] {line}")
+            self._tail.append(printable(line if stream == "stdout" else f"[stderr] {line}", 300))
 
     def tick(self, snapshot: Snapshot) -> None:
         with self._lock:
@@ -86,13 +88,15 @@ def summary(outcome: SandboxRun, tail_lines: int = 10) -> RenderableType:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    table.add_row("status", Text(f"{res.status}: {res.message}", style=STATUS_STYLE.get(res.status, "")))
+    table.add_row("status", Text(printable(f"{res.status}: {res.message}"), style=STATUS_STYLE.get(res.status, "")))
     table.add_row("exit code", str(res.exit_code))
     table.add_row("wall time", f"{res.wall_seconds:.2f} s (limit {limits.timeout:g} s)")
     table.add_row("peak memory", f"{format_size(res.peak_memory)} of {format_size(limits.memory)}"
                   f"  [dim]({res.peak_memory_source})[/]")
-    table.add_row("output", f"{format_size(res.output_bytes)} of {format_size(limits.max_output)}"
-                  f" in {outcome.request.output_dir}")
+    table.add_row("output", f"{format_size(res.output_bytes)} of {format_size(limits.max_output)}, "
+                  f"{res.output_entries:,} entries of {limits.max_output_entries:,}, in {outcome.request.output_dir}")
+    table.add_row("disk", (f"{format_size(res.disk_bytes)} of {format_size(limits.disk)}" if res.disk_bytes is not None
+                           else f"limit {format_size(limits.disk)}") + f"  [dim]({res.disk_enforcement})[/]")
     verdict = outcome.validation.get("status", "?")
     reason = outcome.validation.get("reason")
     report = outcome.validation.get("report")
@@ -102,7 +106,7 @@ def summary(outcome: SandboxRun, tail_lines: int = 10) -> RenderableType:
         first = [f for f in report.get("findings", []) if f.get("severity") == "error"][:3]
         if first:
             reason += "; " + "; ".join(f"{f.get('code')}: {f.get('message')}" for f in first)
-    table.add_row("validation", Text(verdict + (f" ({reason})" if reason else ""),
+    table.add_row("validation", Text(printable(verdict + (f" ({reason})" if reason else ""), 1200),
                                      style=VERDICT_STYLE.get(verdict, "yellow")))
     table.add_row("network", outcome.request.policy.network or "none")
     table.add_row("logs", f"{res.stdout_path}  {res.stderr_path}")
@@ -110,7 +114,7 @@ def summary(outcome: SandboxRun, tail_lines: int = 10) -> RenderableType:
     parts: list[RenderableType] = [table]
     tail = res.log_tail[-tail_lines:]
     if tail:
-        parts.append(Panel(Text("\n".join(tail), no_wrap=True, overflow="ellipsis"),
+        parts.append(Panel(Text("\n".join(printable(line, 300) for line in tail), no_wrap=True, overflow="ellipsis"),
                            title="log tail", title_align="left", border_style="dim"))
     return Group(*parts)
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.units import format_size, parse_size
 
 # Container paths of the TIRA contract (docs/task-contract.md).
 INPUT_MOUNT = "/tira-data/input"
@@ -24,40 +25,10 @@ INPUT_RUN_MOUNT = "/tira-data/input-run"
 # under --network none (docker/README.md).
 HOSTNAME = "tira-sandbox"
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def parse_size(value: str | int | float, what: str = "size") -> int:
-    """Bytes from docker-style sizes: ``512m``, ``2g``, ``1.5GiB``, ``100k`` or a plain number.
-
-    Units are binary (docker's own convention: ``--memory 2g`` is 2 GiB).
-    """
-    if isinstance(value, bool):
-        raise SharedTaskError(f"invalid {what}: {value!r}")
-    if isinstance(value, (int, float)):
-        number, unit = float(value), ""
-    else:
-        match = _SIZE.match(value)
-        if not match:
-            raise SharedTaskError(f"invalid {what}: {value!r}", hint="use e.g. 512m, 2g, 1.5GiB")
-        number, unit = float(match.group(1)), match.group(2).lower()
-    size = int(number * _UNITS[unit])
-    if size <= 0:
-        raise SharedTaskError(f"invalid {what}: {value!r} (must be positive)")
-    return size
-
-
-def format_size(size: int | None) -> str:
-    """Human size in binary units: ``2 GiB``, ``512 MiB``, ``1.5 KiB``."""
-    if size is None:
-        return "unknown"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" or value == int(value) else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB" if value != int(value) else f"{value:.0f} TiB"
+#: The unprivileged uid:gid a root organizer's containers run as (no name on the host).
+SANDBOX_USER = "10001:10001"
+#: OCI runtimes the sandbox knows: docker's default and gVisor (docs/threat-model.md).
+RUNTIMES = ("runc", "runsc")
 
 
 def parse_duration(value: str | int | float) -> float:
@@ -74,16 +45,26 @@ def parse_duration(value: str | int | float) -> float:
     return seconds
 
 
+def parse_runtime(value: str | None) -> str:
+    """``runc`` (default) or ``runsc``; anything else is a usage error with the choices."""
+    runtime = value or "runc"
+    if runtime not in RUNTIMES:
+        raise SharedTaskError(f"unknown runtime {value!r}", hint=f"choose one of {', '.join(RUNTIMES)}")
+    return runtime
+
+
 def parse_user(value: str | None) -> str | None:
     """The container user: ``None``/``"image"`` keeps the image's USER, else ``UID[:GID]``.
 
     ``"me"`` (the default of the CLI) is the invoking user's uid:gid, so that output
-    files belong to whoever ran the command (TIRA would leave them root-owned).
+    files belong to whoever ran the command (TIRA would leave them root-owned). An
+    organizer working as root gets :data:`SANDBOX_USER` instead: uid 0 in the
+    container would be root on the host's files should anything escape.
     """
     if value is None or value == "image":
         return None
     if value == "me":
-        return f"{os.getuid()}:{os.getgid()}"
+        return SANDBOX_USER if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
     if not re.fullmatch(r"\d+(:\d+)?", value):
         raise SharedTaskError(
             f"invalid --user {value!r}", hint="use UID or UID:GID (numbers), 'me' or 'image'"
@@ -100,6 +81,8 @@ class Limits:
     timeout: float  # wall-clock seconds
     pids: int
     max_output: int  # bytes written to $outputDir
+    max_output_entries: int = 100_000  # files, directories and links in $outputDir
+    disk: int = 10 * 1024**3  # bytes written to the container's own file system
 
     @classmethod
     def from_spec(cls, sandbox: Any) -> "Limits":
@@ -110,6 +93,8 @@ class Limits:
             timeout=parse_duration(sandbox.timeout),
             pids=int(sandbox.pids),
             max_output=parse_size(sandbox.max_output, "output limit"),
+            max_output_entries=int(sandbox.max_output_entries),
+            disk=parse_size(sandbox.disk, "disk limit"),
         )
 
     def with_overrides(
@@ -120,6 +105,7 @@ class Limits:
         timeout: str | float | None = None,
         pids: int | None = None,
         max_output: str | int | None = None,
+        disk: str | int | None = None,
     ) -> "Limits":
         """A copy with the given values replaced (None keeps the spec's value)."""
         changes: dict[str, Any] = {}
@@ -137,12 +123,15 @@ class Limits:
             changes["pids"] = int(pids)
         if max_output is not None:
             changes["max_output"] = parse_size(max_output, "output limit")
+        if disk is not None:
+            changes["disk"] = parse_size(disk, "disk limit")
         return replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["memory_human"] = format_size(self.memory)
         data["max_output_human"] = format_size(self.max_output)
+        data["disk_human"] = format_size(self.disk)
         return data
 
 
@@ -166,6 +155,7 @@ class Policy:
     network: str | None = None
     user: str | None = None  # UID[:GID]; None keeps the image's USER
     read_only_root: bool = False
+    runtime: str = "runc"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,6 +163,7 @@ class Policy:
             "network": self.network or "none",
             "user": self.user or "image default",
             "read_only_root": self.read_only_root,
+            "runtime": self.runtime,
             "capabilities": "all dropped",
             "no_new_privileges": True,
             "input_mount": "read-only",
@@ -204,4 +195,6 @@ class Policy:
             options["network"] = self.network
         if self.user is not None:
             options["user"] = self.user
+        if self.runtime != "runc":
+            options["runtime"] = self.runtime
         return options

@@ -1,4 +1,4 @@
-"""Measurements taken while a container runs: peak memory and output size.
+"""Measurements taken while a container runs: peak memory (sizes: sandbox/outputs.py).
 
 Peak memory comes from the container's own cgroup, read on the host through
 ``/proc/<pid>/cgroup`` of its main process:
@@ -98,30 +98,3 @@ class MemoryProbe:
             return
         self.current = value
         self.peak = value if self.peak is None else max(self.peak, value)
-
-
-def directory_size(root: Path, stop_above: int | None = None) -> int:
-    """Apparent size in bytes of all files under ``root`` (symlinks not followed).
-
-    Apparent size, not blocks: a sparse file counts with its full length, so it
-    cannot dodge the output limit. Stops early once ``stop_above`` is exceeded.
-    """
-    total = 0
-    stack = [root]
-    while stack:
-        current = stack.pop()
-        try:
-            with os.scandir(current) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(Path(entry.path))
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        continue
-                    if stop_above is not None and total > stop_above:
-                        return total
-        except OSError:
-            continue
-    return total

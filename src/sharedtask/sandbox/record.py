@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from sharedtask import __version__
-from sharedtask.sandbox.policy import Policy, format_size
+from sharedtask.sandbox.policy import Policy
+from sharedtask.units import format_size
 from sharedtask.sandbox.runner import RunRequest, RunResult
 
 RECORD_VERSION = 1
@@ -32,6 +33,8 @@ def reproduce_command(request: RunRequest, result: RunResult) -> str:
     """A plain ``docker run`` line that reproduces the run outside sharedtask."""
     opts = result.container_options
     parts = ["docker", "run", "--rm", "--hostname", str(opts["hostname"])]
+    if opts.get("runtime"):
+        parts += ["--runtime", str(opts["runtime"])]
     parts += ["--network", str(opts.get("network_mode") or opts.get("network"))]
     for host, ip in (opts.get("extra_hosts") or {}).items():
         parts += ["--add-host", f"{host}:{ip}"]
@@ -82,7 +85,10 @@ def build_record(
         "oom_killed": result.oom_killed,
         "peak_memory": {"bytes": result.peak_memory, "human": format_size(result.peak_memory),
                         "source": result.peak_memory_source},
-        "output": {"dir": str(request.output_dir.resolve()), "bytes": result.output_bytes},
+        "output": {"dir": str(request.output_dir.resolve()), "bytes": result.output_bytes,
+                   "entries": result.output_entries},
+        "disk": {"bytes": result.disk_bytes, "limit": request.policy.limits.disk,
+                 "enforcement": result.disk_enforcement},
         "policy": request.policy.to_json(),
         "logs": {"stdout": str(result.stdout_path.resolve()), "stderr": str(result.stderr_path.resolve()),
                  "truncated": result.log_truncated},
@@ -139,7 +145,8 @@ def build_ir_metadata(request: RunRequest, result: RunResult, *, task_id: str | 
         },
         "implementation": {
             "executable": {"cmd": request.command if request.command is not None else "image entrypoint"},
-            "container": {"image": result.image, "id": result.image_id, "digests": result.repo_digests},
+            "container": {"image": result.image, "id": result.image_id, "digests": result.repo_digests,
+                          "runtime": policy.runtime},
         },
         "data": {"test collection": {"name": task_id or "unknown", "dataset": request.dataset_id,
                                      "source": str(request.input_dir.resolve())}},

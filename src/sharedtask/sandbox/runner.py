@@ -23,21 +23,21 @@ from typing import Any, Protocol
 
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
-from sharedtask.sandbox.policy import (
-    INPUT_MOUNT,
-    INPUT_RUN_MOUNT,
-    OUTPUT_MOUNT,
-    Policy,
-    format_size,
-)
-from sharedtask.sandbox.probes import MemoryProbe, directory_size
+from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans
+from sharedtask.sandbox.outputs import Usage, output_usage
+from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Policy
+from sharedtask.sandbox.probes import MemoryProbe
+from sharedtask.units import format_size
 
 # Statuses of a finished run (the run record's "status").
-SUCCESS, FAILED, TIMEOUT, OOM, OUTPUT_LIMIT, INTERRUPTED = (
-    "success", "failed", "timeout", "oom", "output-limit", "interrupted",
+SUCCESS, FAILED, TIMEOUT, OOM, OUTPUT_LIMIT, DISK_LIMIT, INTERRUPTED = (
+    "success", "failed", "timeout", "oom", "output-limit", "disk-limit", "interrupted",
 )
-SAMPLE_INTERVAL = 0.25  # s between memory samples / UI ticks
-OUTPUT_CHECK_INTERVAL = 1.0  # s between walks of $outputDir
+SAMPLE_INTERVAL = 0.1  # s between memory samples, limit checks and UI ticks
+#: Walks of $outputDir and of the container's writable layer take at most this share of
+#: the time between checks (the interval grows with the cost of a walk, never below
+#: SAMPLE_INTERVAL): a bound on the overshoot of the output and disk limits.
+WALK_SHARE = 0.25
 LOG_FILE_CAP = 64 * 1024**2  # bytes kept per stream on disk
 TAIL_LINES = 20
 
@@ -91,6 +91,9 @@ class RunResult:
     peak_memory: int | None
     peak_memory_source: str
     output_bytes: int
+    output_entries: int
+    disk_bytes: int | None
+    disk_enforcement: str
     stdout_path: Path
     stderr_path: Path
     log_tail: list[str]
@@ -244,7 +247,7 @@ def _container_spec(request: RunRequest) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "environment": env,
         "volumes": mounts,
-        "labels": {"sharedtask.sandbox": "1", **request.labels},
+        "labels": {SANDBOX_LABEL: "1", OWNER_LABEL: owner(), **request.labels},
         **request.policy.container_options(),
     }
     if request.command is not None:
@@ -268,6 +271,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
     image = _local_image(client, request.image)
+    reap_orphans(client)
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
     spec = _container_spec(request)
@@ -282,13 +286,19 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     wall = time.monotonic() - t0
     ended_at = _now()
     limits = request.policy.limits
-    output_bytes = directory_size(request.output_dir)
+    output = output_usage(request.output_dir, max_bytes=limits.max_output, max_entries=limits.max_output_entries)
     status, message = watch.status, watch.message
     if status is None:
-        status, message = _classify(watch.exit_code, watch.oom_killed, output_bytes, limits.memory, limits.max_output)
+        status, message = _classify(watch.exit_code, watch.oom_killed, output, limits)
     for path in (watch.stdout_path, watch.stderr_path):
         path.touch(exist_ok=True)
     memory = watch.memory
+    peak, peak_source = memory.peak, memory.source
+    if watch.oom_killed and (peak is None or peak < limits.memory):
+        # The kernel kills only at the limit; the last sample may predate the final spike.
+        peak, peak_source = limits.memory, "the memory limit: the kernel's OOM killer ended the container there"
+    elif peak is None:
+        peak_source = "not measured: the container exited before the first sample"
     result = RunResult(
         status=status,
         message=message,
@@ -306,10 +316,12 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         environment=dict(spec["environment"]),
         mounts=dict(spec["volumes"]),
         oom_killed=watch.oom_killed,
-        peak_memory=memory.peak,
-        peak_memory_source=memory.source if memory.peak is not None
-        else "not measured: the container exited before the first sample",
-        output_bytes=output_bytes,
+        peak_memory=peak,
+        peak_memory_source=peak_source,
+        output_bytes=output.bytes,
+        output_entries=output.entries,
+        disk_bytes=watch.disk.bytes if watch.disk_enforcement.startswith("enforced") else None,
+        disk_enforcement=watch.disk_enforcement,
         stdout_path=watch.stdout_path,
         stderr_path=watch.stderr_path,
         log_tail=list(watch.tail),
@@ -356,6 +368,10 @@ class _Watch:
         self.oom_killed = False
         self.memory = MemoryProbe(None, None, SAMPLE_INTERVAL)
         self.pumps: list[_LogPump] = []
+        self.output = Usage()
+        self.disk = Usage()
+        self.upper_dir: str | None = None
+        self.disk_enforcement = "not enforced: the container did not start"
 
     def run(self, container: Any, t0: float) -> None:
         import docker
@@ -366,6 +382,7 @@ class _Watch:
             self.status, self.message = FAILED, f"container did not start: {exc.explanation or exc}"
             return
         self._probe_memory(container)
+        self._find_writable_layer(container)
         self.pumps = [
             _LogPump(container, "stdout", self.stdout_path, self.tail, self.observer),
             _LogPump(container, "stderr", self.stderr_path, self.tail, self.observer),
@@ -380,6 +397,12 @@ class _Watch:
             self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C)"
         for pump in self.pumps:
             pump.join(timeout=10)
+        if self.upper_dir is not None and self.status is None:  # what it wrote in its last interval
+            self.disk = _disk_usage(self.upper_dir, self.request.policy.limits.disk)
+            if self.disk.bytes > self.request.policy.limits.disk:
+                self.status = DISK_LIMIT
+                self.message = (f"wrote more than {format_size(self.request.policy.limits.disk)} "
+                                "to its own file system (disk limit)")
         state = _inspect_state(container)
         self.oom_killed = bool(state.get("OOMKilled"))
         self.exit_code = waiter.status_code if waiter.status_code is not None else state.get("ExitCode")
@@ -395,20 +418,51 @@ class _Watch:
             self.memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True), SAMPLE_INTERVAL)
         self.memory.sample()
 
+    def _find_writable_layer(self, container: Any) -> None:
+        """The host directory holding the container's own writes (overlay2's UpperDir)."""
+        driver = container.attrs.get("GraphDriver") or {}
+        upper = (driver.get("Data") or {}).get("UpperDir")
+        runtime = self.request.policy.runtime
+        if runtime != "runc":
+            # gVisor keeps root-file-system writes in its own sandbox memory/overlay, not in
+            # the UpperDir (measured: docs/threat-model.md): the memory limit bounds them.
+            self.disk_enforcement = f"not enforced by polling under {runtime}: writes are bounded by the memory limit"
+        elif upper and os.access(upper, os.R_OK | os.X_OK):
+            self.upper_dir = upper
+            self.disk_enforcement = "enforced: the writable layer is measured while the container runs"
+        else:
+            self.disk_enforcement = (f"not enforced: storage driver {driver.get('Name') or 'unknown'} "
+                                     "has no writable layer readable by this user")
+
+    def _check_usage(self) -> None:
+        """Walk $outputDir and the writable layer, each stopping as soon as its limit is passed."""
+        limits = self.request.policy.limits
+        self.output = output_usage(self.request.output_dir, max_bytes=limits.max_output,
+                                   max_entries=limits.max_output_entries)
+        if self.upper_dir is not None:
+            self.disk = _disk_usage(self.upper_dir, limits.disk)
+
     def _loop(self, container: Any, waiter: _Waiter, t0: float) -> None:
         """Sample until the container exits; kill it when a limit is hit."""
         limits = self.request.policy.limits
-        output_bytes = 0
-        next_output_check = 0.0
+        next_check = 0.0
         while not waiter.done.wait(SAMPLE_INTERVAL):
             elapsed = time.monotonic() - t0
             self.memory.sample()
-            if elapsed >= next_output_check:
-                output_bytes = directory_size(self.request.output_dir, limits.max_output)
-                next_output_check = elapsed + OUTPUT_CHECK_INTERVAL
-            if output_bytes > limits.max_output:
+            if elapsed >= next_check:
+                walk_start = time.monotonic()
+                self._check_usage()
+                cost = time.monotonic() - walk_start
+                next_check = elapsed + max(SAMPLE_INTERVAL, cost / WALK_SHARE)
+            if self.output.bytes > limits.max_output:
                 self.status = OUTPUT_LIMIT
                 self.message = f"killed: output exceeded {format_size(limits.max_output)}"
+            elif self.output.entries > limits.max_output_entries:
+                self.status = OUTPUT_LIMIT
+                self.message = f"killed: output has more than {limits.max_output_entries:,} files, directories and links"
+            elif self.disk.bytes > limits.disk:
+                self.status = DISK_LIMIT
+                self.message = f"killed: wrote more than {format_size(limits.disk)} to its own file system (disk limit)"
             elif elapsed > limits.timeout:
                 self.status = TIMEOUT
                 self.message = f"timed out after {limits.timeout:g} s"
@@ -418,18 +472,30 @@ class _Watch:
                 return
             if self.observer is not None:
                 self.observer.tick(Snapshot(elapsed, limits.timeout, self.memory.current, self.memory.peak,
-                                            limits.memory, output_bytes, limits.max_output))
+                                            limits.memory, self.output.bytes, limits.max_output))
 
 
-def _classify(exit_code: int | None, oom_killed: bool, output_bytes: int,
-              memory_limit: int, output_limit: int) -> tuple[str, str]:
+#: What a file system entry costs on disk at least (one block), however small: a million
+#: empty files fill inodes and directories even though their sizes add up to nothing.
+ENTRY_COST = 4096
+
+
+def _disk_usage(upper_dir: str, limit: int) -> Usage:
+    """Bytes the container wrote to its own layer: allocated blocks, at least a block per entry."""
+    usage = output_usage(Path(upper_dir), max_bytes=limit, entry_cost=ENTRY_COST, allocated=True)
+    return usage
+
+
+def _classify(exit_code: int | None, oom_killed: bool, output: Usage, limits: Any) -> tuple[str, str]:
     """Status and plain-words message of a container that ended by itself."""
     if oom_killed and exit_code != 0:
-        return OOM, f"killed: out of memory at {format_size(memory_limit)}"
-    if output_bytes > output_limit:
+        return OOM, f"killed: out of memory at {format_size(limits.memory)}"
+    if output.bytes > limits.max_output:
         return OUTPUT_LIMIT, (
-            f"output is {format_size(output_bytes)}, more than the limit of {format_size(output_limit)}"
+            f"output is more than the limit of {format_size(limits.max_output)}"
         )
+    if output.entries > limits.max_output_entries:
+        return OUTPUT_LIMIT, f"output has more than {limits.max_output_entries:,} files, directories and links"
     if exit_code == 0:
         note = " (a process inside ran out of memory, but the command still succeeded)" if oom_killed else ""
         return SUCCESS, f"exited with code 0{note}"

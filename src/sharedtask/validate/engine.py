@@ -128,7 +128,8 @@ class _Pass:
             on_topic=on_topic,
         )
         self.scanner = Scanner(path, out, check_separators=layout.sep is None, answers=layout.answer is not None,
-                               tabs_only=layout.sep == "\t" and layout.answer is None)
+                               tabs_only=layout.sep == "\t" and layout.answer is None,
+                               max_bytes=task.output.run_bytes_bound, max_line=task.output.line_bytes_bound)
         self.path, self.task, self.layout, self.out, self.topics = path, task, layout, out, topics
         self.topic_pattern = patterns.get("topic")
         self.keep_all = keep_all

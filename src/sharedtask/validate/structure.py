@@ -25,6 +25,7 @@ from pathlib import Path
 from sharedtask.errors import SharedTaskError
 from sharedtask.finding_codes import code as catalogue_entry
 from sharedtask.findings import Severity
+from sharedtask.units import format_size
 from sharedtask.validate.model import Collector
 
 #: TIRA's run check (tira.check_format.FormatBase.max_size_mb).
@@ -85,8 +86,11 @@ class Scanner:
     """Yields ``(first_line_number, lines)`` per chunk; an undecodable line is ``None``."""
 
     def __init__(self, path: Path, out: Collector, *, check_separators: bool, answers: bool,
-                 tabs_only: bool = False) -> None:
+                 tabs_only: bool = False, max_bytes: int | None = None, max_line: int | None = None) -> None:
         self.path = path
+        # Bounds on what the host reads (docs/threat-model.md): a decompression bomb or a
+        # line without end is cut off here, in constant memory, as a finding.
+        self.max_bytes, self.max_line = max_bytes, max_line
         self.out = out
         self.tabs_only = tabs_only  # ARQMath Tasks 1/2: a space can only be inside a field
         self.check_separators = check_separators  # TREC: tabs and spaces are both legal, mixing is a warning
@@ -105,6 +109,7 @@ class Scanner:
         line_no = 1
         rest = b""
         first = True
+        read = 0
         with fh:
             while True:
                 try:
@@ -133,10 +138,22 @@ class Scanner:
                         block = block[3:]
                 if not block:
                     break
+                read += len(block)
+                if self.max_bytes is not None and read > self.max_bytes:
+                    out.report("RUN-TOO-LARGE", f"the run holds more than {format_size(self.max_bytes)}"
+                               + (" once decompressed" if self.path.name.endswith(".gz") else "")
+                               + "; the rest was not read", line=line_no)
+                    self.state.aborted = True
+                    return
                 buf = rest + block
                 cut = buf.rfind(b"\n")
                 if cut < 0:
                     rest = buf
+                    if self.max_line is not None and len(rest) > self.max_line:
+                        out.report("RUN-LINE-TOO-LONG", f"line {line_no} is longer than {format_size(self.max_line)}"
+                                   "; the rest of the run was not read", line=line_no)
+                        self.state.aborted = True
+                        return
                     continue
                 rest = buf[cut + 1 :]
                 buf = buf[: cut + 1]
