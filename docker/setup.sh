@@ -11,6 +11,8 @@
 #   2. base image $SHAREDTASK_BASE_IMAGE (default sharedtask/base:latest), built
 #      from docker/base/Dockerfile. Skipped when the image's label
 #      sharedtask.source-hash equals the hash of its inputs.
+#   1b. the gVisor runtime: apt-get install runsc when missing, registered in
+#      /etc/docker/daemon.json with --network=none, dockerd reloaded by SIGHUP.
 #   3. the Dockerfile's BASE_IMAGE: the official python image when present or
 #      pullable; otherwise (no registry, as on the project's machines, see
 #      docker/README.md) a Debian trixie image made offline
@@ -88,6 +90,48 @@ ensure_daemon() {
         waited=$((waited + 1))
     done
     step_done "docker daemon is up ($(docker version -f '{{.Server.Version}}' 2>/dev/null))"
+}
+
+# ------------------------------------------------- 1b. gVisor (runsc) runtime
+# `sharedtask run --runtime runsc` needs dockerd to know runsc. Debian ships it; the
+# runtime gets --network=none itself (runsc's own netstack is not wanted: the
+# sandbox never gives a container a network under gVisor). dockerd reloads
+# runtimes on SIGHUP, so a running daemon is not restarted. SHAREDTASK_NO_RUNSC=1 skips.
+ensure_runsc() {
+    if [ "${SHAREDTASK_NO_RUNSC:-0}" = 1 ]; then say "runsc: skipped (SHAREDTASK_NO_RUNSC=1)"; return; fi
+    if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+        say "runsc (gVisor) is a docker runtime: nothing to do"
+        return
+    fi
+    if [ "$(id -u)" != 0 ]; then say "runsc: not configured (needs root; --runtime runsc will be refused)"; return; fi
+    if ! command -v runsc >/dev/null 2>&1; then
+        if ! command -v apt-get >/dev/null 2>&1; then say "runsc: not installed and no apt-get; --runtime runsc will be refused"; return; fi
+        step_start
+        say "apt-get install -y runsc (gVisor)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runsc >/dev/null 2>&1 \
+            || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runsc >/dev/null; } \
+            || { say "runsc: could not be installed; --runtime runsc will be refused"; return; }
+        step_done "installed runsc ($(runsc --version 2>/dev/null | head -1))"
+    fi
+    mkdir -p /etc/docker
+    python3 - "$(command -v runsc)" <<'PY'
+import json, os, sys
+path = "/etc/docker/daemon.json"
+config = json.load(open(path)) if os.path.exists(path) and os.path.getsize(path) else {}
+config.setdefault("runtimes", {})["runsc"] = {"path": sys.argv[1], "runtimeArgs": ["--network=none"]}
+tmp = path + ".sharedtask.tmp"
+with open(tmp, "w") as fh:
+    json.dump(config, fh, indent=2)
+os.replace(tmp, path)
+PY
+    say "added runsc to /etc/docker/daemon.json; reloading dockerd (SIGHUP)"
+    pkill -HUP -x dockerd || true
+    local waited=0
+    until docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; do
+        [ "$waited" -ge 20 ] && { say "runsc: dockerd did not pick it up (see $DOCKERD_LOG)"; return; }
+        sleep 0.5; waited=$((waited + 1))
+    done
+    say "runsc (gVisor) is a docker runtime now"
 }
 
 # ---------------------------------------------------------- 2. image inputs
@@ -219,6 +263,7 @@ smoke_test() {
 
 say "repository: $REPO_ROOT; image: $IMAGE"
 ensure_daemon
+ensure_runsc
 ensure_base_image
 smoke_test
 say "done: docker is ready and $IMAGE exists"

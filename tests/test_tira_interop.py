@@ -75,7 +75,7 @@ import pytest
 import yaml
 
 from sharedtask.findings import Severity
-from sharedtask.images import ensure_image
+from sharedtask.images import ensure_software_image
 from sharedtask.manifest import load_manifest
 from sharedtask.sandbox.api import run as sandbox_run
 from sharedtask.spec import load_task
@@ -334,7 +334,7 @@ def test_tira_cli_code_submission_dry_run(submission, docker_client, base_image,
     if subdir == "baselines/lucene":
         # the project's cached build (content hash) warms the layer cache for tira's `docker build`
         sw = load_manifest().software("lucene-bm25")
-        ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args)
+        ensure_software_image(sw)
     repo = committed_repo(tmp_path, files, subdir)
     offline = offline_tira(tmp_path, guard_dir, submission.task)
     build_args = f"--build-arg BASE_IMAGE={base_image}"
@@ -417,7 +417,7 @@ def built_baselines(docker_client, base_image) -> None:
 
     manifest = load_manifest()
     for sw in with_parents([manifest.software(c.software) for c in BASELINE_CASES], manifest):
-        ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args)
+        ensure_software_image(sw)
 
 
 def _rows(run: Path, ncol: int) -> list[list[str]]:

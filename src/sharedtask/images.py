@@ -3,14 +3,20 @@
 A build is skipped when the image exists and carries the label
 ``sharedtask.source-hash`` equal to the hash of its build context, so that the
 demo and the tests rebuild only what changed (the same rule as docker/setup.sh).
+
+A participant's Dockerfile runs code as hostile as its image, so every build
+runs under a :class:`BuildSandbox`: a network (none for submissions), memory
+and CPU limits for the build's RUN steps, and a timeout (docs/threat-model.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
@@ -19,6 +25,51 @@ HASH_LABEL = "sharedtask.source-hash"
 BASE_IMAGE_ENV = "SHAREDTASK_BASE_IMAGE"
 DEFAULT_BASE_IMAGE = "sharedtask/base:latest"
 _SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".hypothesis", ".venv", "node_modules", "sharedtask-runs", "sharedtask-report", "tests", "benchmarks"}
+
+
+@dataclass(frozen=True)
+class BuildSandbox:
+    """Limits of one image build.
+
+    ``network``: ``"none"`` (no network at all: dependencies come from the base image),
+    ``"default"`` (docker's build network, for the organizer's own images) or the name
+    of a docker network where a local package mirror answers. The timeout is enforced
+    on the build's output stream; a build silent past it is cut when the read times out,
+    so the bound is at most twice the timeout.
+    """
+
+    network: str = "none"
+    memory: int = 4 * 1024**3
+    cpus: float = 2.0
+    timeout: float = 1800.0
+
+    @classmethod
+    def for_software(cls, kind: str, raw: dict[str, Any] | None) -> "BuildSandbox":
+        """Defaults by kind (submissions: no network), overridden by the manifest's ``build_sandbox``."""
+        from sharedtask.units import parse_size
+
+        raw = raw or {}
+        default = cls(network="none" if kind == "submission" else "default")
+        return cls(
+            network=str(raw.get("network", default.network)),
+            memory=parse_size(raw["memory"], "build memory") if "memory" in raw else default.memory,
+            cpus=float(raw.get("cpus", default.cpus)),
+            timeout=float(raw.get("timeout", default.timeout)),
+        )
+
+    def build_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``APIClient.build`` that apply these limits."""
+        cores = max(1, min(os.cpu_count() or 1, int(-(-self.cpus // 1))))
+        return {
+            "network_mode": self.network,
+            # The classic builder runs each RUN step in a container with these limits
+            # (the SDK passes memory, memswap, cpushares, cpusetcpus; no CPU quota).
+            "container_limits": {"memory": self.memory, "memswap": self.memory,
+                                 "cpusetcpus": f"0-{cores - 1}" if cores > 1 else "0"},
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"network": self.network, "memory": self.memory, "cpus": self.cpus, "timeout": self.timeout}
 
 
 def base_image() -> str:
@@ -48,12 +99,13 @@ def ensure_image(
     client=None,
     force: bool = False,
     on_log: Callable[[str], None] | None = None,
+    sandbox: BuildSandbox | None = None,
 ) -> tuple[str, bool]:
     """Build ``context`` as ``tag`` unless an up-to-date build exists.
 
     Returns (image id, built?). The ids of the base image and of every local image
     named in ``build_args`` (e.g. a parent baseline image) are part of the hash, so a
-    new parent triggers a rebuild.
+    new parent triggers a rebuild. ``sandbox`` defaults to a submission's (no network).
     """
     import docker
 
@@ -80,30 +132,79 @@ def ensure_image(
                 return existing.id, False
         except docker.errors.ImageNotFound:
             pass
+    sandbox = sandbox or BuildSandbox()
+    try:
+        image_id = _stream_build(context, tag, sandbox, on_log, dockerfile=dockerfile, buildargs=args,
+                                 labels={HASH_LABEL: wanted})
+    except SharedTaskError:
+        _forget(client, tag, wanted)
+        raise
+    if image_id is None:
+        image_id = (client or docker_client()).images.get(tag).id
+    return image_id, True
+
+
+def _stream_build(context: Path, tag: str, sandbox: BuildSandbox, on_log: Callable[[str], None] | None,
+                  **options: Any) -> str | None:
+    """Run one build under ``sandbox`` and follow its output; raises SharedTaskError on failure."""
+    import docker
+    import requests
+    import urllib3
+
+    # A client of its own: its read timeout is the build's timeout, and closing it (when
+    # the deadline passes) makes the daemon cancel the build.
+    client = docker.from_env(timeout=max(1, int(sandbox.timeout)))
+    deadline = time.monotonic() + sandbox.timeout
     image_id = None
     last_lines: list[str] = []
-    stream = client.api.build(
-        path=str(context),
-        dockerfile=dockerfile,
-        tag=tag,
-        buildargs=args,
-        labels={HASH_LABEL: wanted},
-        rm=True,
-        forcerm=True,
-        decode=True,
-    )
-    for chunk in stream:
-        if "stream" in chunk:
-            line = chunk["stream"].rstrip()
-            if line:
-                last_lines = (last_lines + [line])[-15:]
-                if on_log:
-                    on_log(line)
-        if "aux" in chunk and "ID" in chunk["aux"]:
-            image_id = chunk["aux"]["ID"]
-        if "error" in chunk:
-            tail = "\n".join(last_lines[-8:])
-            raise SharedTaskError(f"building {tag} from {context} failed: {chunk['error'].strip()}\n{tail}")
-    if image_id is None:
-        image_id = client.images.get(tag).id
-    return image_id, True
+
+    def failed(reason: str) -> SharedTaskError:
+        tail = "\n".join(last_lines[-8:])
+        return SharedTaskError(f"building {tag} from {context} failed: {reason}" + (f"\n{tail}" if tail else ""))
+
+    try:
+        stream = client.api.build(path=str(context), tag=tag, rm=True, forcerm=True, decode=True,
+                                  timeout=max(1, int(sandbox.timeout)), **options, **sandbox.build_options())
+        for chunk in stream:
+            if "stream" in chunk:
+                line = chunk["stream"].rstrip()
+                if line:
+                    last_lines = (last_lines + [line])[-15:]
+                    if on_log:
+                        on_log(line)
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+            if "error" in chunk:
+                raise failed(chunk["error"].strip())
+            if time.monotonic() > deadline:
+                raise failed(f"timed out after {sandbox.timeout:g} s (build limit)")
+    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
+        if time.monotonic() >= deadline - 1:
+            raise failed(f"timed out after {sandbox.timeout:g} s (build limit)") from None
+        raise failed(f"the connection to the docker daemon broke ({exc.__class__.__name__})") from None
+    except docker.errors.APIError as exc:
+        raise failed(str(exc.explanation or exc)) from None
+    finally:
+        client.close()
+    return image_id
+
+
+def _forget(client: Any, tag: str, wanted: str) -> None:
+    """A cancelled build can still commit its last step and tag it: such an image must not
+    pass for an up-to-date build next time (measured on docker 20.10's classic builder)."""
+    import docker
+
+    try:
+        image = client.images.get(tag)
+        if image.labels.get(HASH_LABEL) == wanted:
+            client.images.remove(image.id, force=True)
+    except docker.errors.APIError:
+        pass
+
+
+def ensure_software_image(software: Any, *, force: bool = False,
+                          on_log: Callable[[str], None] | None = None) -> tuple[str, bool]:
+    """Build a manifest entry's image under its build sandbox (see :class:`BuildSandbox`)."""
+    return ensure_image(software.build, software.image, dockerfile=software.dockerfile,
+                        build_args=software.build_args, force=force, on_log=on_log,
+                        sandbox=BuildSandbox.for_software(software.kind, software.build_sandbox))

@@ -36,6 +36,7 @@ class Software:
     commands: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = ()
     description: str = ""
+    build_sandbox: dict[str, Any] = field(default_factory=dict)  # see sharedtask.images.BuildSandbox
 
     def serves(self, task_id: str) -> bool:
         return any(fnmatch.fnmatchcase(task_id, pattern) for pattern in self.tasks)
@@ -120,6 +121,7 @@ def _software(name: str, raw: dict[str, Any], kind: str, base: Path) -> Software
         commands=dict(raw.get("commands", {})),
         tasks=tuple(raw.get("tasks", ())),
         description=raw.get("description", ""),
+        build_sandbox=dict(raw.get("build_sandbox", {})),
     )
 
 

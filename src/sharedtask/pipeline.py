@@ -17,7 +17,7 @@ from typing import Any, Callable
 from sharedtask.errors import SharedTaskError
 from sharedtask.finding_codes import finding
 from sharedtask.findings import Finding, Severity
-from sharedtask.images import ensure_image
+from sharedtask.images import ensure_software_image
 from sharedtask.manifest import Dataset, Manifest, Software
 from sharedtask.report import RunEntry, TaskSection
 from sharedtask.sandbox.outputs import REJECTED, remove_tree
@@ -76,8 +76,8 @@ def build_images(softwares: list[Software], say: Say, *, force: bool = False) ->
             continue
         say(f"building {sw.image}")
         try:
-            _, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args, force=force,
-                                    on_log=lambda line, img=sw.image: say(f"building {img}: {line[:90]}"))
+            _, built = ensure_software_image(sw, force=force,
+                                             on_log=lambda line, img=sw.image: say(f"building {img}: {line[:90]}"))
             errors[sw.image] = None
         except SharedTaskError as exc:
             errors[sw.image] = str(exc).splitlines()[0]

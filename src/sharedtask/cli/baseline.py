@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.images import ensure_image
+from sharedtask.images import ensure_software_image
 from sharedtask.manifest import Software, load_manifest
 
 console = Console(highlight=False)
@@ -76,8 +76,8 @@ def build_software(sw: Software, *, force: bool = False) -> str:
     if sw.build is None:
         return sw.image
     with console.status(f"building {sw.image} from {sw.build}") as status:
-        image_id, built = ensure_image(sw.build, sw.image, dockerfile=sw.dockerfile, build_args=sw.build_args, force=force,
-                                       on_log=lambda line: status.update(f"building {sw.image}: {line[:100]}"))
+        image_id, built = ensure_software_image(sw, force=force,
+                                                on_log=lambda line: status.update(f"building {sw.image}: {line[:100]}"))
     console.print(f"{sw.image}: {'built' if built else 'up to date'} ({image_id[7:19]})")
     return image_id
 

@@ -278,7 +278,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     watch = _Watch(request, observer)
     started_at = _now()
     t0 = time.monotonic()
-    container = client.containers.create(image.id, detach=True, **spec)
+    container = _create(client, image.id, spec, request.policy)
     try:
         watch.run(container, t0)
     finally:
@@ -331,6 +331,23 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     if observer is not None:
         observer.finished(result)
     return result
+
+
+def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) -> Any:
+    """Create the container; a runtime the daemon does not know is the user's to fix, in one line."""
+    import docker
+
+    if policy.runtime != "runc" and policy.network is not None:
+        raise SharedTaskError(f"--runtime {policy.runtime} runs without any network",
+                              hint="drop --allow-network/--network, or use --runtime runc")
+    try:
+        return client.containers.create(image_id, detach=True, **spec)
+    except docker.errors.APIError as exc:
+        text = str(exc.explanation or exc)
+        if "runtime" in text.lower():
+            raise SharedTaskError(f"the docker daemon cannot use the runtime {policy.runtime!r}: {text}",
+                                  hint="bash docker/setup.sh registers runsc (gVisor) with dockerd") from None
+        raise
 
 
 def _local_image(client: Any, reference: str) -> Any:
@@ -422,12 +439,8 @@ class _Watch:
         """The host directory holding the container's own writes (overlay2's UpperDir)."""
         driver = container.attrs.get("GraphDriver") or {}
         upper = (driver.get("Data") or {}).get("UpperDir")
-        runtime = self.request.policy.runtime
-        if runtime != "runc":
-            # gVisor keeps root-file-system writes in its own sandbox memory/overlay, not in
-            # the UpperDir (measured: docs/threat-model.md): the memory limit bounds them.
-            self.disk_enforcement = f"not enforced by polling under {runtime}: writes are bounded by the memory limit"
-        elif upper and os.access(upper, os.R_OK | os.X_OK):
+        # runc and runsc (its gofer writes through to the same layer) alike.
+        if upper and os.access(upper, os.R_OK | os.X_OK):
             self.upper_dir = upper
             self.disk_enforcement = "enforced: the writable layer is measured while the container runs"
         else:
