@@ -170,11 +170,30 @@ def run_task(task: Task, manifest: Manifest, out_dir: Path, say: Say, *, dataset
     return outcome
 
 
+def not_scored(outcome: TaskOutcome) -> list[dict[str, Any]]:
+    """The runs without scores (failed build or run, refused or invalid output), each with its reason."""
+    rows = []
+    for entry in outcome.entries:
+        if entry.name in outcome.results:
+            continue
+        if entry.status != "success":
+            reason = entry.notes[0] if entry.status == "error" and entry.notes else entry.record.get("message", "")
+        else:
+            first = next((f for f in entry.findings if f.severity is Severity.ERROR), None)
+            reason = f"{first.code}: {first.message}" if first else (entry.notes[0] if entry.notes else "not scored")
+        rows.append({"run": entry.name, "image": entry.image, "status": entry.status,
+                     "valid": entry.valid, "reason": reason})
+    return rows
+
+
 def _write_task_files(outcome: TaskOutcome, out_dir: Path) -> None:
+    """leaderboard.json (ranked rows plus every run that got no score, with why) and leaderboard.csv."""
     folder = out_dir / outcome.task.id
     folder.mkdir(parents=True, exist_ok=True)
+    board = outcome.leaderboard.to_json() if outcome.leaderboard is not None else {"task": outcome.task.id, "runs": []}
+    board["not_scored"] = not_scored(outcome)
+    (folder / "leaderboard.json").write_text(json.dumps(board, indent=2), encoding="utf-8")
     if outcome.leaderboard is not None:
-        (folder / "leaderboard.json").write_text(json.dumps(outcome.leaderboard.to_json(), indent=2), encoding="utf-8")
         (folder / "leaderboard.csv").write_text(outcome.leaderboard.to_csv(), encoding="utf-8")
 
 

@@ -281,6 +281,9 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     container = _create(client, image.id, spec, request.policy)
     try:
         watch.run(container, t0)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before or after the watch loop
+        _kill(container)
+        watch.status, watch.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
     finally:
         _remove(container)
     wall = time.monotonic() - t0
@@ -411,7 +414,7 @@ class _Watch:
             self._loop(container, waiter, t0)
         except KeyboardInterrupt:
             _kill(container)
-            self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C)"
+            self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
         for pump in self.pumps:
             pump.join(timeout=10)
         if self.upper_dir is not None and self.status is None:  # what it wrote in its last interval
