@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "validate",
     "run",
     "evaluate",
+    "data",
     "baseline",
     "demo",
     "new_submission",
