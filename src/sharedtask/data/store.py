@@ -215,8 +215,10 @@ def _fetch_blob(f: DataFile, mirror: str | None, show_progress: bool) -> Path:
         raise
     blob.parent.mkdir(parents=True, exist_ok=True)
     if f.extract:
-        _extract(part, f.extract, blob, url)
-        part.unlink()
+        try:
+            _extract(part, f.extract, blob, url)
+        finally:
+            part.unlink()  # extracted, or an archive that cannot be: either way not kept
     else:
         os.replace(part, blob)
     return blob
