@@ -61,12 +61,16 @@ def _record(ds: Dataset, placed: dict[str, dict[str, Any]]) -> None:
     os.replace(tmp, folder / MANIFEST)
 
 
-def checksums(folder: Path) -> dict[str, str] | None:
-    """``{path: sha256}`` of an assembled dataset folder (for run records); None if not one."""
-    manifest = read_manifest(folder)
+def provenance(input_dir: Path) -> dict[str, Any] | None:
+    """For a run record: the registry dataset an input folder was assembled as and the
+    sha256 of each of its input files (None when the folder is not a registry dataset)."""
+    input_dir = Path(input_dir)
+    manifest = read_manifest(input_dir.parent) if input_dir.name == "input" else {}
     if not manifest:
         return None
-    return {path: entry["sha256"] for path, entry in sorted(manifest["files"].items())}
+    files = {path[len("input/"):]: entry["sha256"] for path, entry in sorted(manifest["files"].items())
+             if path.startswith("input/")}
+    return {"id": manifest["dataset"], "sha256": files}
 
 
 # --------------------------------------------------------------------------- status
