@@ -16,11 +16,12 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from sharedtask.errors import SharedTaskError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +60,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _console() -> Console:
+    from rich.console import Console  # imported on use: a --json call need not pay for rich
+
     return Console(highlight=False, soft_wrap=True)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _table(**kwargs: object):
+    from rich.table import Table
+
+    return Table(**kwargs)
 
 
 def _size(n: int | None) -> str:
@@ -92,7 +107,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
-    table = Table(title="datasets (sharedtask data show ID)")
+    table = _table(title="datasets (sharedtask data show ID)")
     for col in ("id", "task", "title", "placed"):
         table.add_column(col)
     for r in rows:
@@ -118,7 +133,7 @@ def _show(args: argparse.Namespace) -> int:
     console = _console()
     console.print(f"[bold]{escape(ds.id)}[/]: {escape(ds.title)} (task {ds.task}"
                   + (f", irds:{ds.irds}" if ds.irds else "") + ")")
-    table = Table()
+    table = _table()
     for col in ("file", "format", "source", "size", "checksum", "placed"):
         table.add_column(col)
     for f in files:
@@ -133,6 +148,8 @@ def _show(args: argparse.Namespace) -> int:
 def _report_missing(ds, still: list) -> int:
     if not still:
         return 0
+    from rich.console import Console
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     for f in still:
         console.print(f"missing: {escape(f.target)}: {escape(f.describe_source().replace('ID', ds.id))}")
@@ -163,7 +180,7 @@ def _verify(args: argparse.Namespace) -> int:
     from sharedtask.data import get_dataset, store
 
     ds = get_dataset(args.id)
-    checks = store.verify(ds)
+    checks = store.verify(ds, show_progress=not args.json)
     bad = [c for c in checks if not c.ok]
     if args.json:
         print(json.dumps({"id": ds.id, "ok": not bad,
