@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+ID_HELP = "dataset id (`sharedtask data list`), e.g. arqmath-3-task1/test, or irds:<ir_datasets id>"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("data", help="official datasets: list, show, fetch, import, verify, path",
                               description="Named official datasets (tasks/datasets/*.yml): ARQMath topics and qrels "
@@ -32,27 +35,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "live under $SHAREDTASK_DATA (default ~/.cache/sharedtask/data).")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     ls = sub.add_parser("list", help="every dataset with its task and state")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="JSON on stdout")
     ls.set_defaults(func=_list)
     show = sub.add_parser("show", help="a dataset's files: source, size, checksum, role, state")
-    show.add_argument("id")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("id", help=ID_HELP)
+    show.add_argument("--json", action="store_true", help="JSON on stdout")
     show.set_defaults(func=_show)
     fetch = sub.add_parser("fetch", help="download what has a URL (resumes, checks, moves into place)")
-    fetch.add_argument("id")
+    fetch.add_argument("id", help=ID_HELP)
     fetch.add_argument("--mirror", metavar="URL", help="base URL serving the files under their official names")
     fetch.set_defaults(func=_fetch)
     imp = sub.add_parser("import", help="copy files from a local copy of the official release")
-    imp.add_argument("id")
+    imp.add_argument("id", help=ID_HELP)
     imp.add_argument("--from", dest="source", type=Path, required=True, metavar="PATH",
                      help="a folder of the release (or one file)")
     imp.set_defaults(func=_import)
     ver = sub.add_parser("verify", help="re-hash every placed file against the registry and the manifest")
-    ver.add_argument("id")
-    ver.add_argument("--json", action="store_true")
+    ver.add_argument("id", help=ID_HELP)
+    ver.add_argument("--json", action="store_true", help="JSON on stdout")
     ver.set_defaults(func=_verify)
     path = sub.add_parser("path", help="print the assembled dataset folder (input/ = $inputDataset, truth/)")
-    path.add_argument("id")
+    path.add_argument("id", help=ID_HELP)
     which = path.add_mutually_exclusive_group()
     which.add_argument("--input", action="store_true", help="print the input folder (must be complete)")
     which.add_argument("--truth", action="store_true", help="print the truth folder (must be complete)")

@@ -81,9 +81,15 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     for path in args.runs:
         name = _unique(path, results)
-        results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=truth, input_dir=args.input_dir,
-                                 measures=args.measures, per_topic=per_topic, run_name=name,
-                                 answer_map=args.answer_map)
+        try:
+            results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=truth, input_dir=args.input_dir,
+                                     measures=args.measures, per_topic=per_topic, run_name=name,
+                                     answer_map=args.answer_map)
+        except SharedTaskError as exc:
+            if note is None or "no topic of the" not in exc.message:
+                raise
+            raise SharedTaskError(f"{exc.message}; scored with the official qrels, as no --qrels/--truth was given",
+                                  hint=exc.hint or "a run on the bundled sample? give --truth with the sample's truth") from None
         if note:
             results[name].notes.insert(0, note)
     if len(results) == 1 and not args.significance:

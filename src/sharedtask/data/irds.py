@@ -18,6 +18,10 @@ from sharedtask.errors import SharedTaskError
 
 
 def _load(irds_id: str):
+    import logging
+
+    # ir_datasets logs each download retry on stderr; our errors are one line of their own.
+    logging.getLogger("ir_datasets").setLevel(logging.CRITICAL)
     try:
         import ir_datasets
     except ImportError:
