@@ -32,6 +32,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "validate",
     "run",
     "evaluate",
+    "data",
     "baseline",
     "demo",
     "new_submission",

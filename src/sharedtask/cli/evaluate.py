@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="run file(s)")
     p.add_argument("--task", required=True, help="task id, e.g. arqmath-3-task1 (see `sharedtask tasks`)")
     p.add_argument("--qrels", type=Path, help="relevance qrels (overrides the one in --truth)")
+    p.add_argument("--dataset", metavar="ID", help="the truth of a registry dataset (`sharedtask data list`) or "
+                                                  "irds:<ir_datasets id>; without --qrels/--truth/--dataset the "
+                                                  "task's official dataset is used")
     p.add_argument("--truth", type=Path, help="truth folder: qrels, quality qrels, answers.tsv, formulas/")
     p.add_argument("--input", type=Path, dest="input_dir", help="dataset folder (Task 2: the formula index)")
     p.add_argument("--answer-map", type=Path, metavar="FILE",
@@ -74,12 +77,21 @@ def run(args: argparse.Namespace) -> int:
     if not args.runs:
         raise SharedTaskError("no run given", hint="sharedtask evaluate RUN... --task ID --qrels FILE")
     per_topic = args.per_topic or bool(args.significance)
+    truth, note = _official_truth(task.id, args)
     results = {}
     for path in args.runs:
         name = _unique(path, results)
-        results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=args.truth, input_dir=args.input_dir,
-                                 measures=args.measures, per_topic=per_topic, run_name=name,
-                                 answer_map=args.answer_map)
+        try:
+            results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=truth, input_dir=args.input_dir,
+                                     measures=args.measures, per_topic=per_topic, run_name=name,
+                                     answer_map=args.answer_map)
+        except SharedTaskError as exc:
+            if note is None or "no topic of the" not in exc.message:
+                raise
+            raise SharedTaskError(f"{exc.message}; scored with the official qrels, as no --qrels/--truth was given",
+                                  hint=exc.hint or "a run on the bundled sample? give --truth with the sample's truth") from None
+        if note:
+            results[name].notes.insert(0, note)
     if len(results) == 1 and not args.significance:
         (result,) = results.values()
         if args.json:
@@ -109,6 +121,35 @@ def run(args: argparse.Namespace) -> int:
             for m in board.measures:
                 console.print(_per_topic_table(m.label, {n: r.per_topic.get(m.key, {}) for n, r in results.items()}))
     return 0
+
+
+def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None, str | None]:
+    """The truth folder to use and a note saying which file it is, when it came from the
+    dataset registry (--dataset, or the task's official dataset when nothing was given)."""
+    if args.qrels is not None or args.truth is not None:
+        if args.dataset:
+            raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
+        return args.truth, None
+    from sharedtask.data import get_dataset, official_truth, store
+
+    if args.dataset:
+        ds = get_dataset(args.dataset)
+        if ds.task != task_id:
+            raise SharedTaskError(f"dataset {ds.id} belongs to task {ds.task}, not {task_id}",
+                                  hint=f"--task {ds.task}, or another --dataset")
+        store.assemble(ds, roles=("truth",), show_progress=False)
+        found: tuple | None = (ds, store.dataset_dir(ds) / "truth")
+    else:
+        found = official_truth(task_id)
+    if found is None:
+        raise SharedTaskError(f"no qrels given and the registry has no official qrels for {task_id}",
+                              hint="use --qrels FILE, --truth DIR or --dataset ID")
+    ds, truth = found
+    qrels = next(f for f in ds.files if f.role == "truth" and f.path.startswith("qrels"))
+    entry = store.read_manifest(truth.parent).get("files", {}).get(qrels.target, {})
+    origin = qrels.package or (f"ir_datasets {ds.irds}" if qrels.irds else qrels.url or qrels.target)
+    return truth, (f"qrels: {ds.id} official {qrels.path} = {origin} (sha256 {entry.get('sha256', '?')[:16]}…, "
+                   f"{truth / qrels.path})")
 
 
 def _unique(path: Path, taken: dict) -> str:

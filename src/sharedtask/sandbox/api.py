@@ -217,8 +217,11 @@ def run(
         validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output)
     else:
         validation = {"status": "skipped"}
-    record = build_record(request, result, task_id=task.id, validation=validation)
+    from sharedtask.data.store import provenance
+
+    dataset_files = provenance(input_path)
+    record = build_record(request, result, task_id=task.id, validation=validation, dataset_files=dataset_files)
     metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
-                                 docker_version=_docker_version())
+                                 docker_version=_docker_version(), dataset_files=dataset_files)
     record_path = write_record(rec_dir, record, metadata)
     return SandboxRun(request, result, validation, record, record_path)

@@ -64,14 +64,17 @@ def build_record(
     *,
     task_id: str | None,
     validation: dict[str, Any],
+    dataset_files: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-serialisable run record."""
+    """The JSON-serialisable run record; ``dataset_files``: the registry dataset id and
+    the sha256 of each input file the run saw (sharedtask.data.store.provenance)."""
     return {
         "record_version": RECORD_VERSION,
         "sharedtask_version": __version__,
         "task": task_id,
         "dataset": {"id": request.dataset_id, "input_dir": str(request.input_dir.resolve()),
-                    "input_run": str(request.input_run.resolve()) if request.input_run else None},
+                    "input_run": str(request.input_run.resolve()) if request.input_run else None,
+                    "registry": dataset_files},
         "image": {"name": result.image, "id": result.image_id, "repo_digests": result.repo_digests},
         "command": request.command,
         "container": {"id": result.container_id, "entrypoint": result.container_entrypoint, "command": result.container_command,
@@ -123,7 +126,8 @@ def _distribution() -> str:
 
 
 def build_ir_metadata(request: RunRequest, result: RunResult, *, task_id: str | None,
-                      policy: Policy, docker_version: str | None) -> dict[str, Any]:
+                      policy: Policy, docker_version: str | None,
+                      dataset_files: dict[str, Any] | None = None) -> dict[str, Any]:
     """ir_metadata-style provenance (platform, implementation, data, resources)."""
     limits = policy.limits
     return {
@@ -149,7 +153,8 @@ def build_ir_metadata(request: RunRequest, result: RunResult, *, task_id: str | 
                           "runtime": policy.runtime},
         },
         "data": {"test collection": {"name": task_id or "unknown", "dataset": request.dataset_id,
-                                     "source": str(request.input_dir.resolve())}},
+                                     "source": str(request.input_dir.resolve()),
+                                     **({"registry": dataset_files} if dataset_files else {})}},
         "resources": {
             "runtime": f"{result.wall_seconds:.3f} s",
             "cpu": {"limit": f"{limits.cpus:g} cores"},

@@ -1,0 +1,376 @@
+"""Where datasets live on disk, and how they get there: assemble, import, verify.
+
+Layout under the store (``$SHAREDTASK_DATA``, default ``~/.cache/sharedtask/data``):
+
+    datasets/<task>/<name>/input/...      the task's $inputDataset layout (check-input passes)
+    datasets/<task>/<name>/truth/...      qrels and the other truth files
+    datasets/<task>/<name>/manifest.json  sha256 and source of every file placed
+    files/<checksum>/<name>               verified downloads, hard-linked into datasets
+    downloads/<checksum>-<name>.part      an unfinished download (resumed next time)
+
+Every file reaches its place as ``NAME.part`` and is renamed only once its checksum
+holds, so a failure never leaves a half-written file where a dataset is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sharedtask.data import checksum, fetch, irds
+from sharedtask.data.progress import byte_progress
+from sharedtask.data.registry import DataFile, Dataset
+from sharedtask.errors import SharedTaskError
+
+MANIFEST = "manifest.json"
+
+
+def store_root() -> Path:
+    own = os.environ.get("SHAREDTASK_DATA")
+    if own:
+        return Path(own)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sharedtask" / "data"
+
+
+def dataset_dir(ds: Dataset) -> Path:
+    return store_root() / "datasets" / ds.id
+
+
+# --------------------------------------------------------------------------- manifest
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of an assembled dataset folder ({} when there is none)."""
+    try:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _record(ds: Dataset, placed: dict[str, dict[str, Any]]) -> None:
+    folder = dataset_dir(ds)
+    manifest = read_manifest(folder) or {"dataset": ds.id, "task": ds.task, "files": {}}
+    manifest["files"].update(placed)
+    tmp = folder / (MANIFEST + ".part")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST)
+
+
+def provenance(input_dir: Path) -> dict[str, Any] | None:
+    """For a run record: the registry dataset an input folder was assembled as and the
+    sha256 of each of its input files (None when the folder is not a registry dataset)."""
+    input_dir = Path(input_dir)
+    manifest = read_manifest(input_dir.parent) if input_dir.name == "input" else {}
+    if not manifest:
+        return None
+    files = {path[len("input/"):]: entry["sha256"] for path, entry in sorted(manifest["files"].items())
+             if path.startswith("input/")}
+    return {"id": manifest["dataset"], "sha256": files}
+
+
+# --------------------------------------------------------------------------- status
+
+@dataclass(frozen=True)
+class FileState:
+    file: DataFile
+    present: list[str]  # targets placed (several for a glob)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.present) or not self.file.required
+
+
+def status(ds: Dataset) -> list[FileState]:
+    folder = dataset_dir(ds)
+    placed = read_manifest(folder).get("files", {})
+    out = []
+    for f in ds.files:
+        if f.is_glob:
+            prefix = f.role + "/"
+            hits = [t for t in placed if t.startswith(prefix) and Path(t[len(prefix):]).match(f.path)]
+        else:
+            hits = [f.target] if f.target in placed else []
+        out.append(FileState(f, [t for t in hits if (folder / t).is_file()]))
+    return out
+
+
+def missing(ds: Dataset, role: str | None = None) -> list[DataFile]:
+    return [s.file for s in status(ds) if not s.ok and (role is None or s.file.role == role)]
+
+
+# --------------------------------------------------------------------------- placing files
+
+def _part(path: Path) -> Path:
+    return path.with_name(path.name + ".part")
+
+
+def _algorithms(f: DataFile, byte_copy: bool) -> tuple[str, ...]:
+    """sha256 always (the manifest keeps it); md5 where the registry's md5 is of this very file."""
+    return ("sha256", "md5") if (f.md5 and byte_copy and not f.extract) else ("sha256",)
+
+
+def _check(f: DataFile, got: dict[str, str], what: str, byte_copy: bool = True) -> None:
+    for algo in ("sha256", "md5"):
+        want = getattr(f, algo)
+        if want and algo in got and got[algo] != want and byte_copy:
+            raise SharedTaskError(f"{what}: {algo} is {got[algo]}, the registry expects {want}",
+                                  hint="the file is not the official one (corrupt, truncated or another version); "
+                                       "nothing was kept")
+
+
+def _copy_hashed(src: Path, dest: Path, algorithms: tuple[str, ...], show_progress: bool) -> dict[str, str]:
+    """Copy ``src`` to ``dest`` and hash the bytes on the way (one read)."""
+    import hashlib
+
+    hashers = {a: hashlib.new(a) for a in algorithms}
+    size = src.stat().st_size
+    with open(src, "rb") as fin, open(dest, "wb") as fout, \
+            byte_progress(f"copy {src.name}", size, enabled=show_progress and size > 64 << 20) as advance:
+        while block := fin.read(checksum.BLOCK):
+            fout.write(block)
+            for h in hashers.values():
+                h.update(block)
+            advance(len(block))
+    return {a: h.hexdigest() for a, h in hashers.items()}
+
+
+def _install(src_part: Path, final: Path) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src_part, final)
+
+
+def _link(blob: Path, final: Path) -> None:
+    """Hard-link a verified blob into a dataset (a copy across file systems); never a
+    symlink, which would dangle inside a container that mounts only the dataset."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _part(final)
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(blob, tmp)
+    except OSError:
+        shutil.copyfile(blob, tmp)
+    os.replace(tmp, final)
+
+
+def _entry(sha256: str, size: int, source: str) -> dict[str, Any]:
+    return {"sha256": sha256, "size": size, "source": source}
+
+
+def _place_package(ds: Dataset, f: DataFile, show_progress: bool) -> dict[str, dict[str, Any]]:
+    final = dataset_dir(ds) / f.target
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _part(final)
+    try:
+        got = _copy_hashed(f.package_path(), tmp, ("sha256",), show_progress)
+        _check(f, got, f"{f.package_path()} (shipped for {ds.id})")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _install(tmp, final)
+    return {f.target: _entry(got["sha256"], final.stat().st_size, f"package:{f.package}")}
+
+
+def _place_irds(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
+    assert ds.irds is not None and f.irds is not None
+    final = dataset_dir(ds) / f.target
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _part(final)
+    try:
+        irds.write_part(ds.irds, f.irds, tmp)
+        byte_copy = f.irds != "qrels-quality"
+        got = checksum.digests(tmp, _algorithms(f, byte_copy))
+        _check(f, got, f"{f.irds} of ir_datasets {ds.irds}", byte_copy)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _install(tmp, final)
+    return {f.target: _entry(got["sha256"], final.stat().st_size, f"irds:{ds.irds}#{f.irds}")}
+
+
+def _declared(f: DataFile) -> str:
+    return f.sha256 or f.md5 or "unchecked"
+
+
+def _blob(f: DataFile) -> Path:
+    return store_root() / "files" / _declared(f) / Path(f.path).name
+
+
+def _fetch_blob(f: DataFile, mirror: str | None, show_progress: bool) -> Path:
+    """The verified file behind a URL entry: downloaded (resumed), checked, extracted."""
+    blob = _blob(f)
+    if blob.is_file():
+        return blob
+    assert f.url is not None
+    url = fetch.mirrored(f.url, mirror)
+    name = f.url.rsplit("/", 1)[-1]
+    part = store_root() / "downloads" / f"{_declared(f)}-{name}.part"
+    fetch.download(url, part, size=f.size, show_progress=show_progress)
+    with byte_progress(f"verify {name}", part.stat().st_size, enabled=show_progress) as advance:
+        got = checksum.digests(part, [a for a in ("sha256", "md5") if getattr(f, a)], progress=advance)
+    try:
+        _check(f, got, f"download of {url}")
+    except SharedTaskError:
+        part.unlink()
+        raise
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    if f.extract:
+        try:
+            _extract(part, f.extract, blob, url)
+        finally:
+            part.unlink()  # extracted, or an archive that cannot be: either way not kept
+    else:
+        os.replace(part, blob)
+    return blob
+
+
+def _extract(archive: Path, member: str, dest: Path, what: str) -> None:
+    tmp = _part(dest)
+    try:
+        with zipfile.ZipFile(archive) as zf, zf.open(member) as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, checksum.BLOCK)
+    except KeyError:
+        tmp.unlink(missing_ok=True)
+        raise SharedTaskError(f"{what}: the archive has no member {member!r}",
+                              hint="the registry or the mirror is wrong") from None
+    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, OSError) as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is not None:
+            raise
+        raise SharedTaskError(f"{what}: the archive is truncated or corrupt ({exc})",
+                              hint="fetch or import it again") from None
+    os.replace(tmp, dest)
+
+
+def _place_url(ds: Dataset, f: DataFile, mirror: str | None, show_progress: bool) -> dict[str, dict[str, Any]]:
+    blob = _fetch_blob(f, mirror, show_progress)
+    final = dataset_dir(ds) / f.target
+    _link(blob, final)
+    sha = f.sha256 if (f.sha256 and not f.extract) else checksum.sha256(final)
+    return {f.target: _entry(sha, final.stat().st_size, f.url or "")}
+
+
+def assemble(ds: Dataset, *, download: bool = False, mirror: str | None = None, roles: tuple[str, ...] = ("input", "truth"),
+             show_progress: bool = True) -> list[DataFile]:
+    """Place every file that can be placed without a person: package and ir_datasets files,
+    and with ``download`` the URL files. Returns the required files still missing."""
+    dataset_dir(ds).mkdir(parents=True, exist_ok=True)
+    for state in status(ds):
+        f = state.file
+        if state.present or f.role not in roles:
+            continue
+        placed: dict[str, dict[str, Any]] = {}
+        if f.source == "package":
+            placed = _place_package(ds, f, show_progress)
+        elif f.source == "irds":
+            placed = _place_irds(ds, f)
+        elif f.source == "url" and download:
+            placed = _place_url(ds, f, mirror, show_progress)
+        if placed:
+            _record(ds, placed)
+    return [f for f in missing(ds) if f.role in roles]
+
+
+# --------------------------------------------------------------------------- import
+
+def _candidates(f: DataFile, src: Path) -> list[Path]:
+    """Where a local copy of the organizers' release may hold ``f``."""
+    if src.is_file():
+        return [src]
+    names = [f.path]
+    if f.origin:
+        names.append(f.origin if not f.is_glob else f"{f.origin}/{Path(f.path).name}")
+    if f.url:
+        names.append(f.url.rsplit("/", 1)[-1])
+    if f.extract:
+        names.append(f.extract)
+    if f.package:
+        names.append(Path(f.package).name)
+    for name in names:
+        hits = sorted(p for p in src.glob(name) if p.is_file()) if any(c in name for c in "*?[") else \
+            ([src / name] if (src / name).is_file() else [])
+        if hits:
+            return hits
+    return []
+
+
+def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[str]:
+    """Copy the dataset's files found under ``src`` (a folder, or one file) into place,
+    checked against the registry; then place what the package and ir_datasets provide.
+    Returns the targets imported."""
+    if not src.exists():
+        raise SharedTaskError(f"{src} does not exist", hint="give the folder of your copy of the official release")
+    imported: list[str] = []
+    folder = dataset_dir(ds)
+    for f in ds.files:
+        hits = _candidates(f, src)
+        if src.is_file():
+            hits = hits if src.name in (Path(f.path).name, f.origin, f.extract,
+                                        (f.url or "").rsplit("/", 1)[-1]) else []
+        for hit in hits:
+            rel = f"{f.role}/{Path(f.path).parent / hit.name}" if f.is_glob else f.target
+            final = folder / rel
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if f.extract and zipfile.is_zipfile(hit):  # the archive as published: check it, then extract
+                got = checksum.digests(hit, [a for a in ("sha256", "md5") if getattr(f, a)])
+                _check(f, got, str(hit))
+                _extract(hit, f.extract, final, str(hit))
+                sha = checksum.sha256(final)
+            else:
+                tmp = _part(final)
+                try:
+                    got = _copy_hashed(hit, tmp, _algorithms(f, True), show_progress)
+                    _check(f, got, str(hit), byte_copy=not f.extract)
+                except BaseException:
+                    tmp.unlink(missing_ok=True)
+                    raise
+                _install(tmp, final)
+                sha = got["sha256"]
+            _record(ds, {rel: _entry(sha, final.stat().st_size, f"import:{hit.resolve()}")})
+            imported.append(rel)
+    if not imported:
+        raise SharedTaskError(f"nothing of {ds.id} found in {src}",
+                              hint="expected names: " + ", ".join(sorted({f.origin or f.path for f in ds.files})))
+    assemble(ds, show_progress=show_progress)
+    return imported
+
+
+# --------------------------------------------------------------------------- verify
+
+@dataclass(frozen=True)
+class Check:
+    target: str
+    ok: bool
+    detail: str
+
+
+def verify(ds: Dataset, *, show_progress: bool = True) -> list[Check]:
+    """Re-hash every placed file; compare with the manifest and the registry."""
+    folder = dataset_dir(ds)
+    placed = read_manifest(folder).get("files", {})
+    checks: list[Check] = []
+    for state in status(ds):
+        f = state.file
+        if not state.present:
+            checks.append(Check(f.target, not f.required, "not placed" + ("" if f.required else " (optional)")))
+            continue
+        for target in state.present:
+            path = folder / target
+            entry = placed[target]
+            byte_copy = not f.extract and f.irds != "qrels-quality"
+            with byte_progress(f"verify {target}", path.stat().st_size, enabled=show_progress) as advance:
+                got = checksum.digests(path, _algorithms(f, byte_copy), progress=advance)
+            if got["sha256"] != entry["sha256"]:
+                checks.append(Check(target, False, f"changed since it was placed: sha256 {got['sha256']}, "
+                                                   f"recorded {entry['sha256']}"))
+            elif f.sha256 and byte_copy and got["sha256"] != f.sha256:
+                checks.append(Check(target, False, f"sha256 {got['sha256']} is not the registry's {f.sha256}"))
+            elif f.md5 and "md5" in got and got["md5"] != f.md5:
+                checks.append(Check(target, False, f"md5 {got['md5']} is not the registry's {f.md5}"))
+            else:
+                checks.append(Check(target, True, f"sha256 {got['sha256']}"))
+    return checks
