@@ -30,6 +30,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "validate",
     "run",
     "evaluate",
+    "compare",
+    "reproduce",
     "baseline",
     "demo",
     "new_submission",
