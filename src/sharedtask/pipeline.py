@@ -181,4 +181,4 @@ def _write_task_files(outcome: TaskOutcome, out_dir: Path) -> None:
 
 
 def sections(outcomes: list[TaskOutcome]) -> list[TaskSection]:
-    return [TaskSection(task=o.task, runs=o.entries) for o in outcomes]
+    return [TaskSection(task=o.task, runs=o.entries, board=o.leaderboard) for o in outcomes]
