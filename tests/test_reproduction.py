@@ -178,3 +178,21 @@ def test_compare_cli_user_errors(tiny: dict[str, Path], tmp_path: Path, capsys: 
     assert main(["compare", str(tiny["orig"]), str(tiny["rep"]), "--task", TASK,
                  "--baseline", str(tiny["orig"]), str(tiny["orig"])]) == 2
     assert "needs qrels" in capsys.readouterr().err
+
+
+def test_reproduce_cli_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce"]) == 2
+    assert "either RECORD or --all" in capsys.readouterr().err
+    assert main(["reproduce", str(tmp_path / "run-record.json")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "Traceback" not in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert main(["reproduce", str(bad)]) == 2
+    assert "not a run record" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}', encoding="utf-8")
+    assert main(["reproduce", str(other)]) == 2
+    assert "not a sharedtask run record" in capsys.readouterr().err
+    assert main(["reproduce", str(other), "--update"]) == 2
+    assert "--update" in capsys.readouterr().err
