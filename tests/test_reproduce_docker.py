@@ -15,7 +15,8 @@ from sharedtask.evaluate.api import evaluate
 from sharedtask.evaluate.compare import compare
 from sharedtask.formats.trec import load_run_dict
 from sharedtask.manifest import load_manifest
-from sharedtask.reproduce import default_reference_root, reproduce_baselines
+from sharedtask.report import render_html
+from sharedtask.reproduce import default_reference_root, report_sections, reproduce_baselines
 from sharedtask.sandbox.api import run as sandbox_run
 from sharedtask.spec import load_task
 
@@ -34,6 +35,30 @@ def test_every_baseline_reproduces_its_reference_identically(base_image: str, tm
     for rep in reps:
         assert rep.error is None, f"{rep.task.id}/{rep.name}: {rep.error}"
         assert rep.comparison is not None and rep.comparison.verdict == "identical", rep.comparison.verdict_line()
+    page = render_html(report_sections(reps))
+    assert page.count("<h3>Reproduction</h3>") == len({r.task.id for r in reps}) == 9
+    assert page.count('data-verdict="identical"') == 17
+
+
+def test_reproduce_all_cli_for_one_task(base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.html"
+    code = main(["reproduce", "--all", "--task", TASK, "--out", str(tmp_path / "runs"), "--report", str(report),
+                 "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert sorted((d["baseline"], d["verdict"]) for d in data) == [("lucene-bm25", "identical"),
+                                                                   ("lucene-dirichlet", "identical")]
+    assert "<h3>Reproduction</h3>" in report.read_text(encoding="utf-8")
+    # a reference that no longer matches: exit 1, and the verdict names what differs
+    refs = tmp_path / "refs" / TASK
+    refs.mkdir(parents=True)
+    for name in ("lucene-bm25", "lucene-dirichlet"):
+        (refs / f"{name}.txt").write_bytes((default_reference_root() / TASK / f"{name}.txt").read_bytes())
+    (refs / "lucene-bm25.txt").write_bytes((default_reference_root() / TASK / "lucene-dirichlet.txt").read_bytes())
+    code = main(["reproduce", "--all", "--task", TASK, "--out", str(tmp_path / "runs2"),
+                 "--references", str(tmp_path / "refs")])
+    out = capsys.readouterr().out
+    assert code == 1 and "differs" in out and "lucene-bm25" in out
 
 
 def _trec_order(docs: dict[str, float]) -> list[str]:

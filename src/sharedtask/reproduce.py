@@ -206,19 +206,18 @@ def reproduce_baselines(
 
 def report_sections(reproductions: list[Reproduction]) -> list[Any]:
     """Report sections (one per task) whose runs carry their comparison with the reference."""
-    from sharedtask.pipeline import findings_from_validation
+    from sharedtask.pipeline import findings_from_validation, validity
     from sharedtask.report import RunEntry, TaskSection
 
     by_task: dict[str, Any] = {}
     for rep in reproductions:
         record = dict(rep.sandbox.record) if rep.sandbox is not None else {}
         validation = rep.sandbox.validation if rep.sandbox is not None else {}
-        verdict = validation.get("status")
         comparison = rep.comparison
         entry = RunEntry(
             name=rep.name, image=record.get("image", {}).get("name", ""), command=record.get("command"),
             status=rep.sandbox.result.status if rep.sandbox is not None else "error",
-            valid=True if verdict == "valid" else False if verdict in ("invalid", "error", "no run file") else None,
+            valid=validity(validation),
             findings=findings_from_validation(validation) if validation else [],
             scores={m.info.key: m.reproduced for m in comparison.measures} if comparison else {},
             per_topic={}, record=record, notes=[rep.error] if rep.error else [],

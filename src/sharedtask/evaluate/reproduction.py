@@ -149,17 +149,14 @@ def delta_ri(orig_adv: Mapping[str, float], orig_base: Mapping[str, float],
 def paired_ttest(original: Mapping[str, float], reproduced: Mapping[str, float]) -> tuple[float, int]:
     """Two-sided paired t-test over the union of topics (missing = 0); (p, topics).
 
-    p = 1 when the two are equal on every topic (no difference to test).
+    The leaderboard's test (``leaderboard.paired_p_value``) on the filled-in pairs: p = 1
+    when the two are equal on every topic (no difference to test).
     """
-    pairs = _paired(original, reproduced)
-    x = [a for a, _ in pairs]
-    y = [b for _, b in pairs]
-    if len(pairs) < 2 or x == y:
-        return 1.0, len(pairs)
-    from scipy import stats
+    from sharedtask.evaluate.leaderboard import paired_p_value
 
-    p = float(stats.ttest_rel(x, y).pvalue)
-    return (1.0 if math.isnan(p) else p), len(pairs)
+    topics = sorted(set(original) | set(reproduced))
+    return paired_p_value({t: original.get(t, 0.0) for t in topics},
+                          {t: reproduced.get(t, 0.0) for t in topics}, "ttest")
 
 
 @dataclass(frozen=True)
