@@ -194,5 +194,8 @@ def test_reproduce_cli_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     other.write_text('{"hello": 1}', encoding="utf-8")
     assert main(["reproduce", str(other)]) == 2
     assert "not a sharedtask run record" in capsys.readouterr().err
+    other.write_text("[1, 2]", encoding="utf-8")
+    assert main(["reproduce", str(other)]) == 2
+    assert "not a sharedtask run record" in capsys.readouterr().err
     assert main(["reproduce", str(other), "--update"]) == 2
     assert "--update" in capsys.readouterr().err

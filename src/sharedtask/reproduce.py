@@ -61,9 +61,13 @@ def _read_record(path: Path) -> dict[str, Any]:
                               hint="give the run-record.json (or its folder) that `sharedtask run` wrote") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SharedTaskError(f"{path}: not a run record ({exc})") from None
-    missing = [k for k in ("task", "image", "dataset", "policy") if not isinstance(record.get(k), dict | str)]
-    if missing or not isinstance(record.get("image"), dict) or not record.get("task"):
-        raise SharedTaskError(f"{path}: not a sharedtask run record (missing {', '.join(missing) or 'image'})")
+    if not isinstance(record, dict):
+        raise SharedTaskError(f"{path}: not a sharedtask run record (a JSON object is expected)")
+    missing = [k for k, kind in (("task", str), ("image", dict), ("dataset", dict), ("policy", dict))
+               if not isinstance(record.get(k), kind)]
+    if missing:
+        raise SharedTaskError(f"{path}: not a sharedtask run record (missing {', '.join(missing)})",
+                              hint="give the run-record.json that `sharedtask run` wrote")
     record["_path"] = str(path)
     return record
 
