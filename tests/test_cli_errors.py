@@ -148,6 +148,8 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("baseline", "run"): ["baseline", "run", "lucene-bm25", "--task", "TASK_ID"],
     ("demo",): ["demo", "--task", "TASK_ID"],
     ("new-submission",): ["new-submission", "--task", "TASK_ID", "new-folder"],
+    ("compare",): ["compare", "SAMPLE/run.txt", "SAMPLE/run.txt", "--task", "TASK_ID"],
+    ("reproduce",): ["reproduce", "--all", "--task", "TASK_ID"],
 }
 
 

@@ -47,6 +47,12 @@ def findings_from_validation(validation: dict[str, Any]) -> list[Finding]:
     return out
 
 
+def validity(validation: dict[str, Any]) -> bool | None:
+    """The report's ``valid`` from a run record's validation: None when the validator did not judge."""
+    verdict = validation.get("status")
+    return True if verdict == "valid" else False if verdict in REJECTED else None
+
+
 def with_parents(softwares: list[Software], manifest: Manifest) -> list[Software]:
     """``softwares`` plus the manifest entries whose images they build on, parents first."""
     by_image = {sw.image: sw for sw in (*manifest.baselines, *manifest.submissions) if sw.build is not None}
@@ -128,8 +134,7 @@ def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say,
     entry.status = outcome.result.status
     entry.record = outcome.record
     entry.findings = findings_from_validation(outcome.validation)
-    verdict = outcome.validation.get("status")
-    entry.valid = True if verdict == "valid" else False if verdict in REJECTED else None
+    entry.valid = validity(outcome.validation)
     if not outcome.result.ok or entry.valid is False or dataset.truth_dir is None:
         return entry, None
     run_file = Path(outcome.validation["run_file"])
@@ -198,4 +203,4 @@ def _write_task_files(outcome: TaskOutcome, out_dir: Path) -> None:
 
 
 def sections(outcomes: list[TaskOutcome]) -> list[TaskSection]:
-    return [TaskSection(task=o.task, runs=o.entries) for o in outcomes]
+    return [TaskSection(task=o.task, runs=o.entries, board=o.leaderboard) for o in outcomes]

@@ -33,6 +33,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "run",
     "evaluate",
     "data",
+    "compare",
+    "reproduce",
     "baseline",
     "demo",
     "new_submission",

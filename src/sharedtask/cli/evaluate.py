@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--significance", nargs="?", const="ttest", choices=("ttest", "permutation"),
                    help="paired test of each run against the best run (default: ttest)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--correction", choices=("holm", "bonferroni"), default="holm",
+                   help="with --significance: correction of the all-pairs tests for multiple comparisons, per "
+                        "measure (default holm: Holm-Bonferroni)")
     tira = p.add_argument_group("TIRA evaluator mode")
     tira.add_argument("--tira", action="store_true",
                       help="read $inputRun and $inputDataset, write $outputDir/evaluation.prototext")
@@ -105,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.prototext:
         raise SharedTaskError("--prototext writes one run's evaluation; give a single run")
-    board = leaderboard(results, task, test=args.significance, alpha=args.alpha)
+    board = leaderboard(results, task, test=args.significance, alpha=args.alpha, correction=args.correction)
     if args.json:
         data = board.to_json()
         data["results"] = {n: r.to_json() for n, r in results.items()}
@@ -114,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(board.to_csv())
     else:
         console.print(board.table())
+        if board.test and board.pairs:
+            console.print(_pairs_table(board))
         for name, result in results.items():
             for note in result.notes:
                 console.print(f"[dim]{escape(name)}: {escape(note)}[/]")
@@ -150,6 +155,19 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
     origin = qrels.package or (f"ir_datasets {ds.irds}" if qrels.irds else qrels.url or qrels.target)
     return truth, (f"qrels: {ds.id} official {qrels.path} = {origin} (sha256 {entry.get('sha256', '?')[:16]}…, "
                    f"{truth / qrels.path})")
+
+
+def _pairs_table(board) -> Table:
+    """All pairs of runs on the primary measure: raw and corrected p, and whether the difference survives."""
+    label = next(m.label for m in board.measures if m.key == board.primary)
+    table = Table(title=f"all pairs on {label}: paired {board.test}, {board.correction} correction, "
+                        f"alpha {board.alpha:g}", title_justify="left")
+    for name in ("run A", "run B", "A - B", "p", f"p ({board.correction})", "survives"):
+        table.add_column(name, justify="left" if name.startswith("run") or name == "survives" else "right")
+    for pair in board.pairs_of(board.primary):
+        table.add_row(escape(pair.run_a), escape(pair.run_b), f"{pair.difference:+.4f}", f"{pair.p:.3g}",
+                      f"{pair.p_adjusted:.3g}", "[green]yes[/]" if board.survives(pair) else "no")
+    return table
 
 
 def _unique(path: Path, taken: dict) -> str:

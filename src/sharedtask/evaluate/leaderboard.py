@@ -6,6 +6,11 @@ Optional paired significance test of every run against the best run of each meas
 with ``permutation_type="samples"``, 10,000 resamples, fixed seed). Pairs are the
 topics both runs were averaged over. A marked cell (``†``) differs from the best run
 at ``p < alpha``.
+
+Next to that, every pair of runs is tested on every measure (``pairs``), and the p-values
+of each measure's pairs are adjusted for multiple comparisons, Holm–Bonferroni by default
+(:mod:`sharedtask.evaluate.multiple`): a pair whose adjusted p is below alpha is a
+difference that survives correction.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from rich.table import Table
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.evaluate.multiple import CORRECTIONS, adjust
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 TESTS = ("ttest", "permutation")
@@ -72,6 +78,23 @@ def paired_p_value(a: dict[str, float], b: dict[str, float], test: str, seed: in
     raise SharedTaskError(f"unknown significance test {test!r}", hint=f"choose one of {', '.join(TESTS)}")
 
 
+@dataclass(frozen=True)
+class PairTest:
+    """One paired test between two runs on one measure, raw and corrected."""
+
+    measure: str
+    run_a: str  # the better of the two by mean (ties: by name)
+    run_b: str
+    difference: float  # mean of a - mean of b
+    p: float
+    p_adjusted: float
+    topics: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"measure": self.measure, "a": self.run_a, "b": self.run_b, "difference": self.difference,
+                "p": self.p, "p_adjusted": self.p_adjusted, "topics": self.topics}
+
+
 @dataclass
 class Leaderboard:
     task: str
@@ -82,6 +105,15 @@ class Leaderboard:
     alpha: float = 0.05
     best: dict[str, str] = field(default_factory=dict)  # measure key -> best run
     p_values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # run -> key -> (p, pairs)
+    correction: str = "holm"
+    pairs: list[PairTest] = field(default_factory=list)  # all pairs of runs, every measure
+
+    def survives(self, pair: PairTest) -> bool:
+        """The difference is significant after the correction for all pairs of its measure."""
+        return pair.p_adjusted < self.alpha
+
+    def pairs_of(self, key: str) -> list[PairTest]:
+        return [pair for pair in self.pairs if pair.measure == key]
 
     @property
     def ranks(self) -> list[int | None]:
@@ -102,7 +134,9 @@ class Leaderboard:
             "measures": [{"key": m.key, "label": m.label, "procedure": m.procedure} for m in self.measures],
             "significance": None if not self.test else {
                 "test": self.test, "alpha": self.alpha, "against": "the best run of each measure",
-                "pairs": "topics both runs were averaged over", "best": dict(self.best)},
+                "pairs": "topics both runs were averaged over", "best": dict(self.best),
+                "all_pairs": {"correction": self.correction, "family": "all pairs of runs of one measure",
+                              "tests": [dict(p.to_json(), survives=self.survives(p)) for p in self.pairs]}},
             "ranking": "standard competition ranking: equal primary scores share a rank (1, 1, 3)",
             "runs": [
                 {
@@ -163,17 +197,20 @@ def _fmt(value: float | None, digits: int = 6) -> str:
 
 
 def leaderboard(results: dict[str, EvaluationResult], task=None, *, test: str | None = None,
-                alpha: float = 0.05) -> Leaderboard:
+                alpha: float = 0.05, correction: str = "holm") -> Leaderboard:
     """Build the leaderboard of ``results`` (run name -> result of the same task).
 
     With ``test``, every run is compared with the best run of each measure, paired
-    over the topics both were averaged over; this needs results computed with
-    ``per_topic=True``.
+    over the topics both were averaged over, and every pair of runs with every other,
+    p-values adjusted by ``correction`` (``holm`` or ``bonferroni``) per measure; this
+    needs results computed with ``per_topic=True``.
     """
     if not results:
         raise SharedTaskError("no runs to rank")
     if test is not None and test not in TESTS:
         raise SharedTaskError(f"unknown significance test {test!r}", hint=f"choose one of {', '.join(TESTS)}")
+    if correction not in CORRECTIONS:
+        raise SharedTaskError(f"unknown correction {correction!r}", hint=f"choose one of {', '.join(CORRECTIONS)}")
     first = next(iter(results.values()))
     task_id = getattr(task, "id", task) or first.task
     for name, res in results.items():
@@ -184,7 +221,8 @@ def leaderboard(results: dict[str, EvaluationResult], task=None, *, test: str | 
     primary = first.primary.key if first.primary.key in keys else keys[0]
     rows = sorted(((name, dict(r.scores)) for name, r in results.items()),
                   key=lambda item: (-_sort_value(item[1].get(primary)), item[0]))
-    board = Leaderboard(task=task_id, measures=measures, primary=primary, rows=rows, test=test, alpha=alpha)
+    board = Leaderboard(task=task_id, measures=measures, primary=primary, rows=rows, test=test, alpha=alpha,
+                        correction=correction)
     for key in keys:
         board.best[key] = max(rows, key=lambda item: _sort_value(item[1].get(key)))[0]
     if test:
@@ -198,4 +236,19 @@ def leaderboard(results: dict[str, EvaluationResult], task=None, *, test: str | 
                                           hint="evaluate with per_topic=True")
                 board.p_values.setdefault(name, {})[key] = paired_p_value(
                     res.per_topic[key], results[best].per_topic[key], test)
+        for key in keys:
+            board.pairs.extend(_all_pairs(rows, results, key, test, correction))
     return board
+
+
+def _all_pairs(rows: list[tuple[str, dict[str, float]]], results: dict[str, EvaluationResult], key: str,
+               test: str, correction: str) -> list[PairTest]:
+    """Every pair of runs on one measure, the better mean first; p adjusted within the measure."""
+    order = sorted(rows, key=lambda item: (-_sort_value(item[1].get(key)), item[0]))
+    raw: list[tuple[str, str, float, float, int]] = []
+    for i, (a, scores_a) in enumerate(order):
+        for b, scores_b in order[i + 1:]:
+            p, n = paired_p_value(results[a].per_topic[key], results[b].per_topic[key], test)
+            raw.append((a, b, scores_a.get(key, math.nan) - scores_b.get(key, math.nan), p, n))
+    adjusted = adjust([r[3] for r in raw], correction)
+    return [PairTest(key, a, b, diff, p, padj, n) for (a, b, diff, p, n), padj in zip(raw, adjusted)]

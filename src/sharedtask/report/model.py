@@ -32,6 +32,8 @@ class RunEntry:
     per_topic: dict[str, dict[str, float]]
     record: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    #: when the run was re-run: ``sharedtask.evaluate.compare.Comparison.to_json()``
+    reproduction: dict[str, Any] | None = None
 
     @property
     def ranked(self) -> bool:
@@ -57,6 +59,8 @@ class TaskSection:
 
     task: Task
     runs: list[RunEntry]
+    #: the leaderboard with its all-pairs tests (``sharedtask.evaluate.Leaderboard``), when tests were run
+    board: Any = None
 
 
 def leaderboard(section: TaskSection) -> list[tuple[int | None, RunEntry]]:

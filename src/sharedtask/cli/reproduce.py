@@ -1,0 +1,126 @@
+"""``sharedtask reproduce``: re-run recorded software and compare with the original run.
+
+    sharedtask reproduce RECORD [--output DIR] [--qrels F | --truth DIR] [thresholds] [--json]
+    sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--out DIR] [--report FILE] [--json]
+
+Exit code: 0 every comparison identical or reproduced (or references updated), 1 a run
+differs or failed, 2 the tool could not run. ``--all`` is what CI calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from sharedtask.cli.compare import add_comparison_options, exit_code, show, thresholds
+from sharedtask.errors import SharedTaskError
+
+console = Console(highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reproduce",
+        help="re-run a recorded run (or every baseline) and compare with the original",
+        description="Re-run a run from its run-record.json (the same image id, command, dataset and limits) "
+                    "and compare the new run with the recorded one, as `sharedtask compare` does. With --all, "
+                    "re-run every baseline of tira.yml on the sample of each task it serves and compare with "
+                    "the reference runs stored in baselines/reference-runs/ (--update stores new ones).",
+    )
+    p.add_argument("record", nargs="?", type=Path, metavar="RECORD",
+                   help="run-record.json of the run to reproduce (or the folder holding it)")
+    p.add_argument("--output", type=Path, metavar="DIR", help="output folder of the re-run (must be empty)")
+    p.add_argument("--all", action="store_true", help="every baseline of the manifest on its tasks' samples")
+    p.add_argument("--update", action="store_true", help="with --all: store the new runs as the references")
+    p.add_argument("--task", action="append", metavar="ID", help="with --all: only these tasks (repeatable)")
+    p.add_argument("--manifest", type=Path, metavar="FILE", help="manifest (default: the project's tira.yml)")
+    p.add_argument("--references", type=Path, metavar="DIR",
+                   help="reference runs folder (default: baselines/reference-runs)")
+    p.add_argument("--out", type=Path, default=Path("sharedtask-reproduce"), metavar="DIR",
+                   help="with --all: where the re-runs go (default ./sharedtask-reproduce)")
+    p.add_argument("--report", type=Path, metavar="FILE", help="with --all: also write an HTML report")
+    add_comparison_options(p)
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.all == (args.record is not None):
+        raise SharedTaskError("give either RECORD or --all", hint="sharedtask reproduce RECORD | --all")
+    if args.update and not args.all:
+        raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
+    if args.all:
+        return _all(args)
+    from sharedtask.reproduce import reproduce_record
+
+    rep = reproduce_record(args.record, output_dir=args.output, qrels=args.qrels, truth_dir=args.truth,
+                           thresholds=thresholds(args), p=args.rbo_p)
+    if rep.comparison is None:
+        if args.json:
+            print(json.dumps({"verdict": "failed", "error": rep.error, "output": str(rep.reproduced_dir)}, indent=2))
+        else:
+            console.print(f"[bold red]the re-run failed[/]: {escape(rep.error or '')}")
+        return 1
+    if args.json:
+        data = rep.comparison.to_json()
+        data["record"] = rep.sandbox.record_path.as_posix()
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        console.print(f"re-run written to {escape(str(rep.reproduced_dir))}")
+        show(console, rep.comparison)
+    return exit_code(rep.comparison)
+
+
+def _all(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from sharedtask.manifest import load_manifest
+    from sharedtask.reproduce import reproduce_baselines
+    from sharedtask.sandbox.runner import docker_client
+    from sharedtask.spec import load_task
+
+    manifest = load_manifest(args.manifest)
+    tasks = [load_task(t) for t in args.task] if args.task else None
+    docker_client()  # one clear line when Docker is not there, before any work
+    out = args.out.resolve()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
+        status = progress.add_task("starting", total=None)
+        reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
+                                   tasks=tasks, references=args.references, update=args.update,
+                                   thresholds=thresholds(args))
+    if args.report:
+        from sharedtask.reproduce import report_sections
+        from sharedtask.report import write_report
+
+        write_report(args.report, report_sections(reps), title="sharedtask reproduce --all")
+    bad = [r for r in reps if r.verdict in ("differs", "failed")]
+    if args.json:
+        print(json.dumps([{"task": r.task.id, "baseline": r.name, "verdict": r.verdict, "error": r.error,
+                           "comparison": r.comparison.to_json() if r.comparison else None} for r in reps], indent=2))
+    else:
+        table = Table(title=f"reproduction of {len(reps)} baseline run(s) against the reference runs",
+                      title_justify="left")
+        for name in ("task", "baseline", "verdict", "mean KTU", "mean RBO", "max RMSE"):
+            table.add_column(name)
+        for r in reps:
+            c = r.comparison
+            style = "red" if r in bad else "green"
+            verdict = f"[{style}]{escape(r.verdict)}[/]" + (f": {escape(r.error)}" if r.error else "")
+            rmse = max((m.rmse for m in c.measures), default=None) if c and not c.identical else None
+            table.add_row(r.task.id, r.name, verdict,
+                          *(("—" if v is None else f"{v:.4f}") for v in
+                            ((c.mean_ktu if c and not c.identical else None),
+                             (c.mean_rbo if c and not c.identical else None), rmse)))
+        console.print(table)
+        for r in reps:
+            if r.comparison and r.comparison.verdict == "differs":
+                console.print(f"{escape(r.task.id)}/{escape(r.name)}: {escape(r.comparison.verdict_line())}")
+        if args.report:
+            console.print(f"report: {escape(str(args.report))}")
+    return 1 if bad else 0
