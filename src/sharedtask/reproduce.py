@@ -133,7 +133,8 @@ def reproduce_record(
         task, image, command=record.get("command"), input_dir=input_dir,
         input_run=(record["dataset"].get("input_run") or None), output_dir=output_dir,
         memory=limits.get("memory"), cpus=limits.get("cpus"), timeout=limits.get("timeout"),
-        pids=limits.get("pids"), max_output=limits.get("max_output"),
+        pids=limits.get("pids"), max_output=limits.get("max_output"), disk=limits.get("disk"),
+        runtime=(record.get("policy") or {}).get("runtime"),
         network=None if network in (None, "none") else network,
         dataset_id=record["dataset"].get("id"), observer=observer,
     )
