@@ -78,7 +78,11 @@ class Manifest:
                 return ds
         if name == "sample":
             return Dataset("sample", task.sample_dir / "input", task.sample_dir / "truth")
-        raise SharedTaskError(f"task {task.id} has no dataset {name!r} in {self.path}")
+        from sharedtask.data import dataset_folders
+
+        # Not in the manifest: a dataset of the registry (tasks/datasets/*.yml), e.g. "test".
+        input_dir, truth_dir, dataset_id = dataset_folders(task.id, name)
+        return Dataset(dataset_id, input_dir, truth_dir)
 
 
 @cache
