@@ -17,12 +17,14 @@ __all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_datase
 
 
 def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
-    """The task's official dataset and its truth folder, assembled from what needs no
-    download (package files, ir_datasets); None when the registry has none for the task."""
+    """The task's official dataset and its truth folder when it ships with the package;
+    None otherwise. Truth that ir_datasets would download is used only when named
+    (``--dataset``): a command must not reach the network unasked."""
     from sharedtask.data import store
 
     ds = official_dataset(task_id)
-    if ds is None or not any(f.role == "truth" and f.source in ("package", "irds") for f in ds.files):
+    truth = [f for f in (ds.files if ds is not None else ()) if f.role == "truth"]
+    if ds is None or not any(f.source == "package" for f in truth) or any(f.source in ("irds", "url") for f in truth):
         return None
     store.assemble(ds, roles=("truth",), show_progress=False)
     return ds, store.dataset_dir(ds) / "truth"
