@@ -28,6 +28,8 @@ CASES = [
     ("arqmath-task2-run", "trec/arqmath-task2.tsv", 3, 2),
     ("arqmath-task3-run", "trec/arqmath-task3.tsv", 2, 2),
     ("arqmath-answers-tsv", "arqmath/answers.tsv", 3, 2),
+    ("statements-jsonl", "jsonl/corpus.jsonl", 2, None),
+    ("queries-jsonl", "jsonl/queries.jsonl", 3, 3),
 ]
 
 

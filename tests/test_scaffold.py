@@ -20,7 +20,7 @@ import pytest
 
 from sharedtask.cli import main as cli_main
 from sharedtask.findings import Severity
-from sharedtask.formats import read_arqmath_topics, read_run, read_touche_topics
+from sharedtask.formats import read_run, read_topic_ids
 from sharedtask.scaffold import FAMILY_TEMPLATES, write_submission
 from sharedtask.scaffold.writer import image_name, run_tag
 from sharedtask.spec import Task, all_tasks, load_task
@@ -36,9 +36,8 @@ def _files(root: Path) -> set[str]:
 
 
 def _sample_topics(task: Task) -> set[str]:
-    topics = task.sample_dir / "input" / "topics.xml"
-    reader = read_touche_topics if task.family == "touche" else read_arqmath_topics
-    return {t.number for t in reader(topics)}
+    entry = task.input.file("topics")
+    return set(read_topic_ids(entry.format, task.sample_dir / "input" / entry.path))
 
 
 def _run_on_sample(submission: Path, task: Task, out: Path) -> Path:

@@ -30,6 +30,7 @@ FAMILY_INPUT: dict[str, str] = {
     "arqmath-task2": "prime",
     "arqmath-task3": "task3",
     "touche": "trec-run",
+    "semantic-search": "trec-run",
 }
 
 #: How topics are averaged, by name (printed with every result).
@@ -57,6 +58,7 @@ class Measure:
     trec_eval: str | None = None  # pytrec_eval measure name, when trec_eval computes it
     relevance_level: int = 1  # trec_eval -l
     compute: str | None = None  # "module:function" for procedures of our own
+    gains: bool = False  # graded: reads the grades through the truth file's gain table, when it has one
 
     def procedure(self) -> Callable[..., dict[str, float]]:
         """The function computing per-topic values (imported on first use)."""
@@ -104,6 +106,8 @@ _ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_202
         "(as mirrored in approach0/pya0 eval-arqmath*/)")
 _ARQ3 = "ARQMath-3 evaluate_task3_results_{manual,automatic}.py (approach0/pya0 eval-arqmath3/task3, ARQMathCode)"
 _TOUCHE = "Touché organizers' clef21/evaluate.py (touche-webis-de/touche-code)"
+_LEANSEARCH = ("LeanSearch benchmark (Gao et al., A Semantic Search Engine for Mathlib4, EMNLP Findings 2024): "
+               "graded exact / partial / irrelevant, gains 1 / 0.3 / 0; trec_eval 9.0.8 via pytrec_eval")
 
 # --- ARQMath Tasks 1 and 2: trec_eval on the prime run --------------------------------------
 register(Measure("ndcg_prime", "prime", "arqmath-prime", _ARQ, "nDCG′: trec_eval ndcg (graded gains 0-3) on the "
@@ -139,3 +143,15 @@ register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,
                  "dropped, -2 -> 0", compute="sharedtask.evaluate.touche:ndcg5_official"))
 register(Measure("ndcg_cut_5", "trec-run", "trec_eval", "trec_eval 9.0.8 ndcg_cut.5 via pytrec_eval",
                  "trec_eval ndcg_cut.5: score-sorted, unjudged = 0, grades below 0 read as 0", trec_eval="ndcg_cut_5"))
+
+# --- Semantic search (LeanSearch's mathlib4 benchmark) ------------------------------------
+# nDCG with the task's own gains: trec_eval on the grades mapped through the truth file's
+# gain table, scaled to whole numbers (sharedtask.evaluate.trec.integer_gains).
+register(Measure("ndcg_cut_20", "trec-run", "trec_eval", _LEANSEARCH,
+                 "nDCG@20: trec_eval ndcg_cut.20 with the task's gain per grade (score-sorted, unjudged = 0)",
+                 trec_eval="ndcg_cut_20", gains=True))
+register(Measure("p10_partial", "trec-run", "trec_eval", _LEANSEARCH,
+                 "P@10: trec_eval P_10 with partial and exact matches relevant (grade >= 1)", trec_eval="P_10"))
+register(Measure("recall10_partial", "trec-run", "trec_eval", _LEANSEARCH,
+                 "R@10: trec_eval recall_10 with partial and exact matches relevant (grade >= 1)",
+                 trec_eval="recall_10"))

@@ -99,6 +99,7 @@ class TruthFile:
     min_rel: int | None = None
     max_rel: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    gains: dict[str, float] = field(default_factory=dict)  # grade -> gain (LeanSearch: 1 / 0.3 / 0)
     required: bool = True
     description: str = ""
 

@@ -118,8 +118,8 @@ def evaluate(
     result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
     if task.family == "arqmath-task3":
         _arqmath_task3(task, run_path, specs, source, answer_map, result)
-    elif task.family == "touche":
-        _touche(task, run_path, specs, source, result)
+    elif registry.FAMILY_INPUT.get(task.family) == "trec-run":
+        _trec_run(task, run_path, specs, source, result)
     else:
         _arqmath_prime(task, run_path, specs, source, input_dir, result)
     if not per_topic:
@@ -281,18 +281,24 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         _store(result, spec, values)
 
 
-# --- Touché -------------------------------------------------------------------------------
+# --- Plain TREC runs (Touché, semantic search) ----------------------------------------------
 
-def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
+def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
+    """Every family whose measures read a plain TREC run: a new task of such a family needs
+    no code here, only its measures in the registry."""
     run = touche.read_trec_run(run_path)
     relevance = source.get("relevance")
     if not set(run.rows) & set(relevance):
         raise _no_overlap(set(run.rows), relevance)
-    if run.duplicates:
+    touche_official = any(registry.get(s.id).averaging == "touche-official" for s in specs)
+    if run.duplicates and touche_official:
         result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
                             "as the organizers' script does (it can then exceed 1); ndcg_cut_5 keeps the first "
                             "(trec_eval itself refuses such runs)")
-    if touche.rank_ties_in_top5(run):
+    elif run.duplicates:
+        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the first of each is kept "
+                            "(trec_eval itself refuses such runs)")
+    if touche_official and touche.rank_ties_in_top5(run):
         result.notes.append(f"{touche.rank_ties_in_top5(run)} topic(s) have equal ranks at the top-5 cut: the "
                             "organizers' script sorts them in an unspecified order; we keep file order")
     _order_notes(result, run.rows, "docno")
@@ -303,6 +309,9 @@ def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResul
             skipped.append(spec.key)
             continue
         measure = registry.get(spec.id)
+        truth_file = task.truth.file(spec.qrels_role)
+        if measure.gains and truth_file is not None and truth_file.gains:
+            qrels = trec.apply_gains(qrels, truth_file.gains)
         if measure.trec_eval is not None:
             (values,) = _trec_eval(qrels, run.score_dict(), [spec])
         else:

@@ -19,6 +19,7 @@ FAMILY_TEMPLATES: dict[str, str] = {
     "arqmath-task1": "run_arqmath_task1.py",
     "arqmath-task2": "run_arqmath_task2.py",
     "arqmath-task3": "run_arqmath_task3.py",
+    "semantic-search": "run_semantic_search.py",
 }
 
 _APPROACH = {
@@ -26,6 +27,7 @@ _APPROACH = {
     "arqmath-task1": "term overlap of each answer post with the topic, one streamed pass over Posts.xml",
     "arqmath-task2": "LaTeX symbol overlap (Dice) with the topic formula, one streamed pass over the formula index",
     "arqmath-task3": "the text of the best-overlapping answer post, cut to the length limit",
+    "semantic-search": "term overlap of each statement's informal text with the query",
 }
 
 #: Spec run format -> layout name of sharedtask.formats.write_run.
