@@ -111,7 +111,7 @@ class Operator:
     function: Callable[..., float]
 
 
-#: MathQA's 58 operators (data/operators.txt of the suite) -> arity and function.
+#: MathQA's 53 operators (data/operators.txt of the suite) -> arity and function.
 OPERATORS: dict[str, Operator] = {
     "add": Operator(2, lambda a, b: a + b),
     "subtract": Operator(2, lambda a, b: a - b),
