@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 #: What a measure scores. ``prime``: the ARQMath prime run (Tasks 1 and 2); ``task3``: one
 #: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché).
-INPUTS = ("prime", "task3", "trec-run")
+INPUTS = ("prime", "task3", "trec-run", "programs")
 
 #: Which input each task family provides.
 FAMILY_INPUT: dict[str, str] = {
@@ -31,6 +31,7 @@ FAMILY_INPUT: dict[str, str] = {
     "arqmath-task3": "task3",
     "touche": "trec-run",
     "semantic-search": "trec-run",
+    "mathqa": "programs",
 }
 
 #: How topics are averaged, by name (printed with every result).
@@ -43,6 +44,9 @@ AVERAGING: dict[str, str] = {
     "task3-official-manual": ("evaluate_task3_results_manual.py: mean over the topics the run answered with a "
                               "judged answer; unanswered topics and unjudged answers drop out"),
     "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
+    "mathqa-published": ("the MathQA suite's notebook: mean over the problems not on its broken list; an unanswered "
+                         "or unevaluable program counts 0"),
+    "mathqa-all": "mean over all problems of the truth file; an unanswered or unevaluable program counts as a guess",
     "task3-official-automatic": ("evaluate_task3_results_automatic.py: mean over the topics the run answered that "
                                  "have at least one known relevant (H+M) answer; unanswered topics drop out"),
 }
@@ -155,3 +159,14 @@ register(Measure("p10_partial", "trec-run", "trec_eval", _LEANSEARCH,
 register(Measure("recall10_partial", "trec-run", "trec_eval", _LEANSEARCH,
                  "R@10: trec_eval recall_10 with partial and exact matches relevant (grade >= 1)",
                  trec_eval="recall_10"))
+
+# --- MathQA (programs) -----------------------------------------------------------------------
+_MATHQA = ("MathQA evaluation suite (ongzexuan/mathqa-evaluation): evaluate_test_correctness.ipynb (published check) "
+           "and evaluate.py (option matching), with our safe calculator (sharedtask.answers)")
+register(Measure("mathqa_published", "programs", "mathqa-published", _MATHQA,
+                 "accuracy as the suite publishes it: the program's value within 0.5 of the gold option's value "
+                 "(a value or gold option of 0 counts wrong, as in the notebook); broken problems left out",
+                 compute="sharedtask.evaluate.mathqa:published"))
+register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA,
+                 "option matching (delta 1): 1 for the gold option as the only candidate, 1/k among k candidates, "
+                 "1/5 for a guess (no value), else 0", compute="sharedtask.evaluate.mathqa:option_score"))

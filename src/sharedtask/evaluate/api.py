@@ -15,7 +15,7 @@ from sharedtask import formats
 from sharedtask.errors import SharedTaskError
 from sharedtask.runfile import find_run_file
 from sharedtask import measures as registry
-from sharedtask.evaluate import arqmath, readers, task3, touche, trec
+from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 Qrels = dict[str, dict[str, int]]
@@ -110,6 +110,15 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    if task.family == "mathqa":  # programs scored against the suite's files, no qrels
+        if truth_dir is None:
+            raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
+                                  hint="give --truth DIR")
+        result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
+        _mathqa(task, run_path, specs, Path(truth_dir), result)
+        if not per_topic:
+            result.per_topic = {}
+        return result
     source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
     if source.path("relevance") is None:
         raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
@@ -330,3 +339,30 @@ def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationRes
     for key, value in result.scores.items():
         if isinstance(value, float) and math.isnan(value):
             result.notes.append(f"{key}: no topic counts, the mean is undefined")
+
+
+# --- MathQA --------------------------------------------------------------------------------
+
+def _mathqa(task, run_path: Path, specs, truth_dir: Path, result: EvaluationResult) -> None:
+    gold_path, broken_path = _truth_path(task, truth_dir, "gold"), _truth_path(task, truth_dir, "broken")
+    if gold_path is None:
+        raise SharedTaskError(f"the truth folder {truth_dir} has no {task.truth.file('gold').path}",
+                              hint="give --truth DIR with the MathQA suite's JSON file")
+    gold = formats.read_gold(gold_path)
+    broken = formats.read_broken(broken_path) if broken_path is not None else set()
+    run = formats.read_programs(run_path, [p.number for p in gold])
+    unknown = sorted(set(run.programs) - {p.number for p in gold}, key=lambda x: (len(x), x))
+    if unknown:
+        result.notes.append(f"{len(unknown)} program(s) for problems the truth does not have are ignored: "
+                            f"{', '.join(unknown[:10])}")
+    inp = mathqa.MathqaInput(gold=gold, broken=broken, programs=run.programs)
+    for spec in specs:
+        _store(result, spec, registry.get(spec.id).procedure()(inp))
+    answered = sum(1 for p in gold if run.programs.get(p.number, "").strip())
+    result.notes.append(f"{answered} of {len(gold)} problems answered ({run.form}, beam {run.beam}: the first "
+                        f"program of each problem counts); {len(broken)} on the suite's broken list")
+    if inp.reasons:
+        shown = "; ".join(f"{k}: {v}" for k, v in list(inp.reasons.items())[:3])
+        result.notes.append(f"{len(inp.reasons)} program(s) have no value and are never guessed as a number ({shown})")
+    if inp.counts:
+        result.notes.append("option matching: " + ", ".join(f"{k} {v}" for k, v in sorted(inp.counts.items())))

@@ -57,6 +57,7 @@ from sharedtask.formats.formulas import (
 )
 from sharedtask.formats.html import formula_spans, html_to_text, strip_dollars
 from sharedtask.formats.jsonl import Query, Statement, read_queries, read_statements
+from sharedtask.formats.mathqa import GoldProblem, Problem, Programs, read_broken, read_gold, read_problems, read_programs
 from sharedtask.formats.touche import ToucheTopic, read_touche_topics
 from sharedtask.formats.trec import (
     COLUMNS,
@@ -90,6 +91,9 @@ READERS: dict[str, Reader] = {
     "arqmath-answers-tsv": read_answers_tsv,
     "statements-jsonl": read_statements,
     "queries-jsonl": read_queries,
+    "mathqa-problems-jsonl": read_problems,
+    "mathqa-json": read_gold,
+    "mathqa-broken-txt": read_broken,
 }
 
 
@@ -109,7 +113,7 @@ def count_records(format_name: str, path: PathLike) -> int:
     return n
 
 
-TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml", "queries-jsonl")
+TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml", "queries-jsonl", "mathqa-problems-jsonl")
 
 
 def read_topic_ids(format_name: str, path: PathLike) -> list[str]:
@@ -133,9 +137,10 @@ def count_topics(format_name: str, path: PathLike) -> int | None:
 __all__ = [
     "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "TOPIC_FORMATS", "V2_HEADER", "V3_HEADER",
     "Answer", "AnswerText", "Argument", "ArqmathTopic", "FormatError", "FormulaRecord", "Premise",
-    "Qrel", "Query", "Question", "RunReader", "Statement", "RunRow", "ToucheTopic",
+    "GoldProblem", "Problem", "Programs", "Qrel", "Query", "Question", "RunReader", "Statement", "RunRow", "ToucheTopic",
     "argsme_files", "count_records", "count_topics", "detect_layout", "formula_files", "formula_spans",
     "html_to_text", "load_qrels_dict", "load_run_dict", "load_visual_ids", "read_answers_tsv",
-    "read_argsme", "read_argsme_dir", "read_queries", "read_statements", "read_arqmath_topics", "read_formula_index", "read_posts",
+    "read_argsme", "read_argsme_dir", "read_broken", "read_gold", "read_problems", "read_programs", "read_queries",
+    "read_statements", "read_arqmath_topics", "read_formula_index", "read_posts",
     "read_qrels", "read_run", "read_topic_ids", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
 ]

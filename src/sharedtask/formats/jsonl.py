@@ -33,7 +33,7 @@ class Query(NamedTuple):
     query: str
 
 
-def _objects(path: PathLike, what: str) -> Iterator[tuple[int, dict]]:
+def json_objects(path: PathLike, what: str) -> Iterator[tuple[int, dict]]:
     """(line number, object) of each non-blank line; a line that is not a JSON object is an error."""
     lineno = 0
     try:
@@ -54,7 +54,7 @@ def _objects(path: PathLike, what: str) -> Iterator[tuple[int, dict]]:
         raise decode_error(path, exc, lineno + 1) from None
 
 
-def _text(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = True) -> str:
+def text_field(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = True) -> str:
     value = obj.get(key)
     if value is None and not required:
         return ""
@@ -68,25 +68,25 @@ def _text(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = 
 def read_statements(path: PathLike) -> Iterator[Statement]:
     """Stream a statements corpus; ids must be unique (a run names documents by them)."""
     seen: set[str] = set()
-    for lineno, obj in _objects(path, '{"id": ..., "formal": ..., "informal": ...}'):
-        doc_id = _text(path, obj, "id", lineno)
+    for lineno, obj in json_objects(path, '{"id": ..., "formal": ..., "informal": ...}'):
+        doc_id = text_field(path, obj, "id", lineno)
         if doc_id in seen:
             raise FormatError(path, f"statement id {doc_id!r} appears twice", line=lineno,
                               hint="give every statement its own id")
         seen.add(doc_id)
-        yield Statement(doc_id, _text(path, obj, "formal", lineno), _text(path, obj, "informal", lineno),
-                        _text(path, obj, "name", lineno, required=False))
+        yield Statement(doc_id, text_field(path, obj, "formal", lineno), text_field(path, obj, "informal", lineno),
+                        text_field(path, obj, "name", lineno, required=False))
 
 
 def read_queries(path: PathLike) -> list[Query]:
     """Read a query file (small: returned whole, in file order); ids must be unique."""
     out: list[Query] = []
     seen: set[str] = set()
-    for lineno, obj in _objects(path, '{"id": ..., "query": ...}'):
-        number = _text(path, obj, "id", lineno)
+    for lineno, obj in json_objects(path, '{"id": ..., "query": ...}'):
+        number = text_field(path, obj, "id", lineno)
         if number in seen:
             raise FormatError(path, f"query id {number!r} appears twice", line=lineno,
                               hint="give every query its own id")
         seen.add(number)
-        out.append(Query(number, _text(path, obj, "query", lineno)))
+        out.append(Query(number, text_field(path, obj, "query", lineno)))
     return out
