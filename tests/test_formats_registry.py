@@ -33,6 +33,7 @@ CASES = [
     ("mathqa-problems-jsonl", "mathqa/problems.jsonl", 2, 2),
     ("mathqa-json", "mathqa/gold.json", 2, None),
     ("mathqa-broken-txt", "mathqa/broken.txt", 1, None),
+    ("exam-jsonl", "jsonl/exam.jsonl", 3, None),
 ]
 
 

@@ -44,6 +44,8 @@ AVERAGING: dict[str, str] = {
     "task3-official-manual": ("evaluate_task3_results_manual.py: mean over the topics the run answered with a "
                               "judged answer; unanswered topics and unjudged answers drop out"),
     "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
+    "exam": "mean over the topics with exam questions; a topic the run does not answer scores 0 (macro average)",
+    "n-exam": "mean over the topics with exam questions whose best known relevant answer answers at least one",
     "mathqa-published": ("the MathQA suite's notebook: mean over the problems not on its broken list; an unanswered "
                          "or unevaluable program counts 0"),
     "mathqa-all": "mean over all problems of the truth file; an unanswered or unevaluable program counts as a guess",
@@ -139,6 +141,13 @@ register(Measure("lexical_overlap", "task3", "task3-official-automatic", _ARQ3,
                  "LO: the best token-set F1 between the answer and each known relevant (H+M) answer, after the "
                  "organizers' math normalisation; RoBERTa pre-tokens stand in for the MathBERTa tokenizer "
                  "(docs/evaluation.md)", compute="sharedtask.evaluate.task3:lexical_overlap"))
+
+_EXAM = ("EXAM, Sander and Dietz, DESIRES 2021; offline grader: the answer key stated in the text (exact, "
+         "normalised, numeric; sharedtask.answers.exam)")
+register(Measure("exam", "task3", "exam", _EXAM, "EXAM: the share of the topic's exam questions the answer answers",
+                 compute="sharedtask.evaluate.exam:exam"))
+register(Measure("n_exam", "task3", "n-exam", _EXAM, "n-EXAM: EXAM over the EXAM of the best known relevant answer "
+                 "(the gold text)", compute="sharedtask.evaluate.exam:n_exam"))
 
 # --- Touché Task 1 -------------------------------------------------------------------------
 register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,

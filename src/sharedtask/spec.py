@@ -133,7 +133,7 @@ class MeasureSpec:
 
     @property
     def key(self) -> str:
-        return self.id if self.qrels_role in ("relevance", "answers", "gold") else f"{self.id}_{self.qrels_role}"
+        return self.id if self.qrels_role in ("relevance", "answers", "gold", "exam") else f"{self.id}_{self.qrels_role}"
 
 
 @dataclass(frozen=True)

@@ -267,6 +267,13 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         shown = "; ".join(f"{t}: {', '.join(ids)}" for t, ids in sorted(inp.ambiguous.items())[:5])
         result.notes.append(f"{len(inp.ambiguous)} answer(s) have the text of several known answers with different "
                             f"grades and are left unjudged ({shown}); give the organizers' map (--answer-map)")
+    exam_path = _truth_path(task, source.truth_dir, "exam")
+    if exam_path is not None:
+        for question in formats.read_exam(exam_path):
+            inp.exam.setdefault(question.topic, []).append(question)
+    elif any(s.qrels_role == "exam" for s in specs):
+        result.notes.append("EXAM and n-EXAM not computed: the truth folder has no exam questions (exam.jsonl)")
+        specs = [s for s in specs if s.qrels_role != "exam"]
     manual = [s for s in specs if s.id in ("ar", "p1")]
     if manual and not inp.judged:
         # A row of zeros would read as "every answer was wrong"; the truth is that no

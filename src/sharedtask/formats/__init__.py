@@ -56,7 +56,7 @@ from sharedtask.formats.formulas import (
     read_formula_index,
 )
 from sharedtask.formats.html import formula_spans, html_to_text, strip_dollars
-from sharedtask.formats.jsonl import Query, Statement, read_queries, read_statements
+from sharedtask.formats.jsonl import ExamQuestion, Query, Statement, read_exam, read_queries, read_statements
 from sharedtask.formats.mathqa import GoldProblem, Problem, Programs, read_broken, read_gold, read_problems, read_programs
 from sharedtask.formats.touche import ToucheTopic, read_touche_topics
 from sharedtask.formats.trec import (
@@ -94,6 +94,7 @@ READERS: dict[str, Reader] = {
     "mathqa-problems-jsonl": read_problems,
     "mathqa-json": read_gold,
     "mathqa-broken-txt": read_broken,
+    "exam-jsonl": read_exam,
 }
 
 
@@ -137,10 +138,10 @@ def count_topics(format_name: str, path: PathLike) -> int | None:
 __all__ = [
     "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "TOPIC_FORMATS", "V2_HEADER", "V3_HEADER",
     "Answer", "AnswerText", "Argument", "ArqmathTopic", "FormatError", "FormulaRecord", "Premise",
-    "GoldProblem", "Problem", "Programs", "Qrel", "Query", "Question", "RunReader", "Statement", "RunRow", "ToucheTopic",
+    "ExamQuestion", "GoldProblem", "Problem", "Programs", "Qrel", "Query", "Question", "RunReader", "Statement", "RunRow", "ToucheTopic",
     "argsme_files", "count_records", "count_topics", "detect_layout", "formula_files", "formula_spans",
     "html_to_text", "load_qrels_dict", "load_run_dict", "load_visual_ids", "read_answers_tsv",
-    "read_argsme", "read_argsme_dir", "read_broken", "read_gold", "read_problems", "read_programs", "read_queries",
+    "read_argsme", "read_argsme_dir", "read_broken", "read_exam", "read_gold", "read_problems", "read_programs", "read_queries",
     "read_statements", "read_arqmath_topics", "read_formula_index", "read_posts",
     "read_qrels", "read_run", "read_topic_ids", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
 ]

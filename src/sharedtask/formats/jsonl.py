@@ -90,3 +90,27 @@ def read_queries(path: PathLike) -> list[Query]:
         seen.add(number)
         out.append(Query(number, text_field(path, obj, "query", lineno)))
     return out
+
+
+class ExamQuestion(NamedTuple):
+    topic: str
+    id: str
+    question: str
+    answer: str  # the answer key a text must state
+
+
+def read_exam(path: PathLike) -> list[ExamQuestion]:
+    """An exam-question file (``exam-jsonl``): ``{"topic", "id", "question", "answer"}`` per
+    line (EXAM, Sander and Dietz, DESIRES 2021: held-out questions per query with an answer
+    key); ids unique."""
+    out: list[ExamQuestion] = []
+    seen: set[str] = set()
+    for lineno, obj in json_objects(path, '{"topic": ..., "id": ..., "question": ..., "answer": ...}'):
+        qid = text_field(path, obj, "id", lineno)
+        if qid in seen:
+            raise FormatError(path, f"question id {qid!r} appears twice", line=lineno,
+                              hint="give every question its own id")
+        seen.add(qid)
+        out.append(ExamQuestion(text_field(path, obj, "topic", lineno), qid, text_field(path, obj, "question", lineno),
+                                text_field(path, obj, "answer", lineno)))
+    return out
