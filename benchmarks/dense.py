@@ -1,6 +1,6 @@
 """Benchmark the dense baseline against BM25 on the full-size synthetic args.me.
 
-    python benchmarks/dense.py [--argsme DIR] [--cpus 2] [--memory 10g]
+    python benchmarks/dense.py [--argsme DIR] [--cpus 2] [--memory 10g] [--sample 1000] [--full]
 
 Builds the images of ``tira.yml``'s ``lucene-bm25`` and ``dense-wordllama`` from this
 checkout when out of date, generates the corpus (387,740 arguments, 50 topics) with
@@ -9,6 +9,12 @@ after the other on the same data: Lucene BM25, dense (WordLlama, exact cosine to
 and hybrid (BM25 + dense, RRF). Prints, per run: documents embedded per second, the
 exact top-k scoring time, whole-run wall time and peak memory (cgroup), and the ratios
 dense / BM25 and hybrid / BM25; then whether the dense run's bytes are the same twice.
+
+Without ``--full`` only the encoder's throughput is measured, on the first ``--sample``
+arguments of debatepedia.json (in the image, no network, ``--cpus`` cores), with the
+whole-corpus embedding time it implies, and BM25's whole run for comparison: the full
+dense runs take hours with WordLlama 0.4.0 (its average pooling over padded batches
+dominates), see the README's Benchmarks section.
 """
 
 from __future__ import annotations
@@ -63,14 +69,47 @@ def bench(label: str, image: str, command: str, data: Path, cpus: float, memory:
         return row
 
 
+_SNIPPET = """
+import itertools, sys, time
+import numpy as np
+from sharedtask.formats import read_argsme
+from dense_baseline import encode
+from lucene_baseline.touche import argument_text
+n = int(sys.argv[1])
+texts = [argument_text(a) for a in itertools.islice(read_argsme('/data/debatepedia.json'), n)]
+model = encode.load()
+t = time.monotonic(); first = encode.embed(model, texts); seconds = time.monotonic() - t
+again = encode.embed(model, texts)
+print(len(texts), round(seconds, 2), sum(map(len, texts)) // len(texts), bool((first == again).all()))
+"""
+
+
+def embed_sample(image: str, data: Path, n: int, cpus: float) -> None:
+    import subprocess
+
+    out = subprocess.run(["docker", "run", "--rm", "--network", "none", "--cpus", str(cpus), "-v", f"{data}:/data:ro",
+                          image, "python", "-c", _SNIPPET, str(n)], capture_output=True, text=True, check=True)
+    docs, seconds, chars, same = out.stdout.split()
+    rate = int(docs) / float(seconds)
+    print(f"WordLlama embedding: {docs} arguments (mean {chars} characters) in {seconds} s = {rate:,.0f} "
+          f"documents/s on {cpus:g} CPUs; the full corpus (387,740) would take {387_740 / rate / 60:,.0f} min; "
+          f"same vectors twice: {same}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--argsme", type=Path, default=BENCH / "baselines-argsme")
     p.add_argument("--cpus", type=float, default=2.0)
     p.add_argument("--memory", default=None, help="memory limit (default: the task's sandbox limit)")
+    p.add_argument("--sample", type=int, default=1000, help="arguments embedded for the throughput figure")
+    p.add_argument("--full", action="store_true", help="also the whole dense and hybrid runs (hours)")
     args = p.parse_args()
     image = images()
     data = ensure_corpus("argsme", args.argsme, 0)
+    embed_sample(image["dense"], data, args.sample, args.cpus)
+    if not args.full:
+        bench("Lucene BM25", image["bm25"], "python -m lucene_baseline --model bm25", data, args.cpus, args.memory)
+        return 0
     bm25 = bench("Lucene BM25", image["bm25"], "python -m lucene_baseline --model bm25", data, args.cpus, args.memory)
     dense = bench("dense (WordLlama, exact)", image["dense"], "python -m dense_baseline --mode dense", data,
                   args.cpus, args.memory)
