@@ -19,6 +19,8 @@ from sharedtask.formats.argsme import read_argsme_dir
 from sharedtask.formats.arqmath import Answer, read_arqmath_topics, read_posts
 from sharedtask.formats.formulas import read_formula_index
 from sharedtask.formats.html import html_to_text
+from sharedtask.formats.jsonl import read_queries, read_statements
+from sharedtask.formats.mathqa import read_problems
 from sharedtask.formats.touche import read_touche_topics
 from sharedtask.formats.trec import RunRow, write_run
 from sharedtask.sandbox.api import run as sandbox_run
@@ -30,6 +32,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 LUCENE = "sharedtask/baseline-lucene:latest"
 FORMULA = "sharedtask/baseline-formula:latest"
 QA = "sharedtask/baseline-extractive-qa:latest"
+DENSE = "sharedtask/baseline-dense:latest"
+MATHQA = "sharedtask/baseline-mathqa-search:latest"
 SEED = 20240601
 
 
@@ -40,11 +44,13 @@ def baseline_images(docker_client, base_image, repo_root: Path) -> dict[str, str
         (LUCENE, "lucene", {"BASE_IMAGE": base_image}),
         (FORMULA, "formula", {"LUCENE_IMAGE": LUCENE}),
         (QA, "extractive-qa", {"LUCENE_IMAGE": LUCENE}),
+        (DENSE, "dense", {"LUCENE_IMAGE": LUCENE}),
+        (MATHQA, "mathqa-search", {"BASE_IMAGE": base_image}),
     ]
     for tag, folder, args in builds:
         docker_client.images.build(path=str(repo_root / "baselines" / folder), tag=tag,
                                    buildargs=args, rm=True)
-    return {"lucene": LUCENE, "formula": FORMULA, "qa": QA}
+    return {"lucene": LUCENE, "formula": FORMULA, "qa": QA, "dense": DENSE, "mathqa": MATHQA}
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,12 @@ CASES = [
     Case("arqmath-3-task2", "formula", "python -m formula_baseline --engine approach0"),
     Case("arqmath-3-task2", "formula", "python -m formula_baseline --engine lucene"),
     Case("arqmath-3-task3", "qa", "python -m extractive_qa"),
+    Case("mathlib4-search", "dense", "python -m dense_baseline --mode dense"),
+    Case("mathlib4-search", "dense", "python -m dense_baseline --mode bm25"),
+    Case("mathlib4-search", "dense", "python -m dense_baseline --mode hybrid"),
+    Case("touche-2021-task1", "dense", "python -m dense_baseline --mode dense"),
+    Case("arqmath-3-task1", "dense", "python -m dense_baseline --mode hybrid"),
+    Case("mathqa-test", "mathqa", "python -m mathqa_search"),
 ]
 
 
@@ -76,9 +88,18 @@ def _random_run(task, input_dir: Path, path: Path) -> None:
     """A random ranking of the whole sample collection (fixed seed), in the task's layout."""
     rng = random.Random(SEED)
     family = task.family
+    if family == "mathqa":  # a random operation on the first two numbers of each problem
+        problems = read_problems(input_dir / "problems.jsonl")
+        path.write_text("".join(f"{rng.choice(('add', 'subtract', 'multiply', 'divide'))}(n0,n1)|\n"
+                                for _ in problems), encoding="utf-8")
+        return
     if family == "touche":
         docs = sorted(a.id for a in read_argsme_dir(input_dir))
         topics = [t.number for t in read_touche_topics(input_dir / "topics.xml")]
+    elif family == "semantic-search":
+        docs = sorted(s.id for s in read_statements(input_dir / "corpus.jsonl"))
+        topics = [q.number for q in read_queries(input_dir / "queries.jsonl")]
+        family = "touche"  # the same TREC layout, ranked the same random way
     else:
         topics = [t.number for t in read_arqmath_topics(input_dir / "topics.xml")]
     rows: list[RunRow] = []

@@ -28,6 +28,12 @@ CASES = [
     ("arqmath-task2-run", "trec/arqmath-task2.tsv", 3, 2),
     ("arqmath-task3-run", "trec/arqmath-task3.tsv", 2, 2),
     ("arqmath-answers-tsv", "arqmath/answers.tsv", 3, 2),
+    ("statements-jsonl", "jsonl/corpus.jsonl", 2, None),
+    ("queries-jsonl", "jsonl/queries.jsonl", 3, 3),
+    ("mathqa-problems-jsonl", "mathqa/problems.jsonl", 2, 2),
+    ("mathqa-json", "mathqa/gold.json", 2, None),
+    ("mathqa-broken-txt", "mathqa/broken.txt", 1, None),
+    ("exam-jsonl", "jsonl/exam.jsonl", 3, None),
 ]
 
 
@@ -124,7 +130,8 @@ def test_one_run_layout_table_feeds_readers_validator_and_schema() -> None:
     from sharedtask.validate import engine
 
     schema = json.loads((Path(__file__).resolve().parent.parent / "tasks" / "task.schema.json").read_text())
-    assert schema["properties"]["output"]["properties"]["format"]["enum"] == list(RUN_LAYOUTS)
+    # every run format is a layout, except MathQA's programs (one per line, no columns: formats/mathqa.py)
+    assert schema["properties"]["output"]["properties"]["format"]["enum"] == [*RUN_LAYOUTS, "mathqa-programs"]
     assert trec.LAYOUTS == tuple(BY_SHORT)
     assert {name: engine.LAYOUTS[name].columns for name in RUN_LAYOUTS} == {n: lay.columns for n, lay in RUN_LAYOUTS.items()}
     assert trec.COLUMNS["arqmath-task2"] == "Topic_Id Formula_Id Post_Id Rank Score Run_Tag"  # docs/formats.md

@@ -20,7 +20,7 @@ import pytest
 
 from sharedtask.cli import main as cli_main
 from sharedtask.findings import Severity
-from sharedtask.formats import read_arqmath_topics, read_run, read_touche_topics
+from sharedtask.formats import read_programs, read_run, read_topic_ids
 from sharedtask.scaffold import FAMILY_TEMPLATES, write_submission
 from sharedtask.scaffold.writer import image_name, run_tag
 from sharedtask.spec import Task, all_tasks, load_task
@@ -36,9 +36,8 @@ def _files(root: Path) -> set[str]:
 
 
 def _sample_topics(task: Task) -> set[str]:
-    topics = task.sample_dir / "input" / "topics.xml"
-    reader = read_touche_topics if task.family == "touche" else read_arqmath_topics
-    return {t.number for t in reader(topics)}
+    entry = task.input.file("topics")
+    return set(read_topic_ids(entry.format, task.sample_dir / "input" / entry.path))
 
 
 def _run_on_sample(submission: Path, task: Task, out: Path) -> Path:
@@ -72,6 +71,11 @@ def test_scaffold_run_py_writes_a_valid_run_on_the_sample(task_id: str, tmp_path
     assert result.valid and not errors, errors
     assert not [f for f in result.findings if f.severity == Severity.WARNING], result.findings
 
+    if task.output.format == "mathqa-programs":  # programs, one per problem in order
+        programs = read_programs(run_file, read_topic_ids("mathqa-problems-jsonl", task.sample_dir / "input" /
+                                                          "problems.jsonl"))
+        assert programs.beam == 1 and set(programs.programs) == _sample_topics(task)
+        return
     rows = list(read_run(run_file, layout=LAYOUT[task.output.format]))
     per_topic = Counter(r.topic for r in rows)
     assert set(per_topic) == _sample_topics(task)  # every sample topic answered

@@ -33,7 +33,8 @@ def _c(group: str, severity: Severity, meaning: str, hint: str) -> Code:
     return Code(group, severity, meaning, hint)
 
 
-_S, _F, _R, _T, _A, _IN, _P = ("structure", "fields", "ranking", "TIRA's run check", "ARQMath", "dataset", "pipeline")
+_S, _F, _R, _T, _A, _IN, _P, _M = ("structure", "fields", "ranking", "TIRA's run check", "ARQMath", "dataset", "pipeline",
+                                   "MathQA")
 
 CATALOGUE: dict[str, Code] = {
     # --- structure of the file (validate/structure.py, validate/engine.py)
@@ -157,6 +158,17 @@ CATALOGUE: dict[str, Code] = {
                         "name the file as the task's file_name_pattern says"),
     "RUN-FILE-NAME-CASE": _c(_A, W, "the run file name follows the convention except for letter case",
                              "name the file as the task's file_name_pattern says, in its case"),
+    # --- MathQA program runs (validate/mathqa.py)
+    "RUN-PROGRAM-FILE": _c(_M, E, "a program run that cannot be read as programs (line count, JSON)",
+                           "one program per line in problem order (N per problem for a beam), or JSON Lines "
+                           '{"id": ..., "program": ...}'),
+    "RUN-PROGRAM-SYNTAX": _c(_M, W, "a program that does not parse (unknown operator, wrong arity, bad argument)",
+                             "write MathQA's linear form: op(arg,arg)|op(#0,arg)| with the suite's operators"),
+    "RUN-PROGRAM-UNEVALUABLE": _c(_M, W, "a program without a real value (division by zero, root of a negative, ...)",
+                                  "it scores as a guess in option matching and 0 in the published check"),
+    "RUN-PROGRAM-MISSING": _c(_M, W, "a problem without a program", "answer every problem"),
+    "RUN-PROGRAM-UNKNOWN": _c(_M, E, "a program for a problem id the dataset does not have",
+                              "use the ids of problems.jsonl"),
     # --- the dataset (sharedtask check-input)
     "INPUT-MISSING": _c(_IN, E, "a required file of the input contract is missing",
                         "put the task's file where the input contract says"),

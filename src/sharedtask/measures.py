@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 #: What a measure scores. ``prime``: the ARQMath prime run (Tasks 1 and 2); ``task3``: one
 #: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché).
-INPUTS = ("prime", "task3", "trec-run")
+INPUTS = ("prime", "task3", "trec-run", "programs")
 
 #: Which input each task family provides.
 FAMILY_INPUT: dict[str, str] = {
@@ -30,6 +30,8 @@ FAMILY_INPUT: dict[str, str] = {
     "arqmath-task2": "prime",
     "arqmath-task3": "task3",
     "touche": "trec-run",
+    "semantic-search": "trec-run",
+    "mathqa": "programs",
 }
 
 #: How topics are averaged, by name (printed with every result).
@@ -42,6 +44,11 @@ AVERAGING: dict[str, str] = {
     "task3-official-manual": ("evaluate_task3_results_manual.py: mean over the topics the run answered with a "
                               "judged answer; unanswered topics and unjudged answers drop out"),
     "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
+    "exam": "mean over the topics with exam questions; a topic the run does not answer scores 0 (macro average)",
+    "n-exam": "mean over the topics with exam questions whose best known relevant answer answers at least one",
+    "mathqa-published": ("the MathQA suite's notebook: mean over the problems not on its broken list; an unanswered "
+                         "or unevaluable program counts 0"),
+    "mathqa-all": "mean over all problems of the truth file; an unanswered or unevaluable program counts as a guess",
     "task3-official-automatic": ("evaluate_task3_results_automatic.py: mean over the topics the run answered that "
                                  "have at least one known relevant (H+M) answer; unanswered topics drop out"),
 }
@@ -57,6 +64,7 @@ class Measure:
     trec_eval: str | None = None  # pytrec_eval measure name, when trec_eval computes it
     relevance_level: int = 1  # trec_eval -l
     compute: str | None = None  # "module:function" for procedures of our own
+    gains: bool = False  # graded: reads the grades through the truth file's gain table, when it has one
 
     def procedure(self) -> Callable[..., dict[str, float]]:
         """The function computing per-topic values (imported on first use)."""
@@ -104,6 +112,8 @@ _ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_202
         "(as mirrored in approach0/pya0 eval-arqmath*/)")
 _ARQ3 = "ARQMath-3 evaluate_task3_results_{manual,automatic}.py (approach0/pya0 eval-arqmath3/task3, ARQMathCode)"
 _TOUCHE = "Touché organizers' clef21/evaluate.py (touche-webis-de/touche-code)"
+_LEANSEARCH = ("LeanSearch benchmark (Gao et al., A Semantic Search Engine for Mathlib4, EMNLP Findings 2024): "
+               "graded exact / partial / irrelevant, gains 1 / 0.3 / 0; trec_eval 9.0.8 via pytrec_eval")
 
 # --- ARQMath Tasks 1 and 2: trec_eval on the prime run --------------------------------------
 register(Measure("ndcg_prime", "prime", "arqmath-prime", _ARQ, "nDCG′: trec_eval ndcg (graded gains 0-3) on the "
@@ -132,6 +142,13 @@ register(Measure("lexical_overlap", "task3", "task3-official-automatic", _ARQ3,
                  "organizers' math normalisation; RoBERTa pre-tokens stand in for the MathBERTa tokenizer "
                  "(docs/evaluation.md)", compute="sharedtask.evaluate.task3:lexical_overlap"))
 
+_EXAM = ("EXAM, Sander and Dietz, DESIRES 2021; offline grader: the answer key stated in the text (exact, "
+         "normalised, numeric; sharedtask.answers.exam)")
+register(Measure("exam", "task3", "exam", _EXAM, "EXAM: the share of the topic's exam questions the answer answers",
+                 compute="sharedtask.evaluate.exam:exam"))
+register(Measure("n_exam", "task3", "n-exam", _EXAM, "n-EXAM: EXAM over the EXAM of the best known relevant answer "
+                 "(the gold text)", compute="sharedtask.evaluate.exam:n_exam"))
+
 # --- Touché Task 1 -------------------------------------------------------------------------
 register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,
                  "nDCG@5 as the organizers compute it: run sorted by rank (ties keep file order: the script's "
@@ -139,3 +156,26 @@ register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,
                  "dropped, -2 -> 0", compute="sharedtask.evaluate.touche:ndcg5_official"))
 register(Measure("ndcg_cut_5", "trec-run", "trec_eval", "trec_eval 9.0.8 ndcg_cut.5 via pytrec_eval",
                  "trec_eval ndcg_cut.5: score-sorted, unjudged = 0, grades below 0 read as 0", trec_eval="ndcg_cut_5"))
+
+# --- Semantic search (LeanSearch's mathlib4 benchmark) ------------------------------------
+# nDCG with the task's own gains: trec_eval on the grades mapped through the truth file's
+# gain table, scaled to whole numbers (sharedtask.evaluate.trec.integer_gains).
+register(Measure("ndcg_cut_20", "trec-run", "trec_eval", _LEANSEARCH,
+                 "nDCG@20: trec_eval ndcg_cut.20 with the task's gain per grade (score-sorted, unjudged = 0)",
+                 trec_eval="ndcg_cut_20", gains=True))
+register(Measure("p10_partial", "trec-run", "trec_eval", _LEANSEARCH,
+                 "P@10: trec_eval P_10 with partial and exact matches relevant (grade >= 1)", trec_eval="P_10"))
+register(Measure("recall10_partial", "trec-run", "trec_eval", _LEANSEARCH,
+                 "R@10: trec_eval recall_10 with partial and exact matches relevant (grade >= 1)",
+                 trec_eval="recall_10"))
+
+# --- MathQA (programs) -----------------------------------------------------------------------
+_MATHQA = ("MathQA evaluation suite (ongzexuan/mathqa-evaluation): evaluate_test_correctness.ipynb (published check) "
+           "and evaluate.py (option matching), with our safe calculator (sharedtask.answers)")
+register(Measure("mathqa_published", "programs", "mathqa-published", _MATHQA,
+                 "accuracy as the suite publishes it: the program's value within 0.5 of the gold option's value "
+                 "(a value or gold option of 0 counts wrong, as in the notebook); broken problems left out",
+                 compute="sharedtask.evaluate.mathqa:published"))
+register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA,
+                 "option matching (delta 1): 1 for the gold option as the only candidate, 1/k among k candidates, "
+                 "1/5 for a guess (no value), else 0", compute="sharedtask.evaluate.mathqa:option_score"))

@@ -99,6 +99,7 @@ class TruthFile:
     min_rel: int | None = None
     max_rel: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    gains: dict[str, float] = field(default_factory=dict)  # grade -> gain (LeanSearch: 1 / 0.3 / 0)
     required: bool = True
     description: str = ""
 
@@ -132,7 +133,7 @@ class MeasureSpec:
 
     @property
     def key(self) -> str:
-        return self.id if self.qrels_role in ("relevance", "answers") else f"{self.id}_{self.qrels_role}"
+        return self.id if self.qrels_role in ("relevance", "answers", "gold", "exam") else f"{self.id}_{self.qrels_role}"
 
 
 @dataclass(frozen=True)

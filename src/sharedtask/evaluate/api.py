@@ -15,7 +15,7 @@ from sharedtask import formats
 from sharedtask.errors import SharedTaskError
 from sharedtask.runfile import find_run_file
 from sharedtask import measures as registry
-from sharedtask.evaluate import arqmath, readers, task3, touche, trec
+from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 Qrels = dict[str, dict[str, int]]
@@ -110,6 +110,15 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    if task.family == "mathqa":  # programs scored against the suite's files, no qrels
+        if truth_dir is None:
+            raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
+                                  hint="give --truth DIR")
+        result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
+        _mathqa(task, run_path, specs, Path(truth_dir), result)
+        if not per_topic:
+            result.per_topic = {}
+        return result
     source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
     if source.path("relevance") is None:
         raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
@@ -118,8 +127,8 @@ def evaluate(
     result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
     if task.family == "arqmath-task3":
         _arqmath_task3(task, run_path, specs, source, answer_map, result)
-    elif task.family == "touche":
-        _touche(task, run_path, specs, source, result)
+    elif registry.FAMILY_INPUT.get(task.family) == "trec-run":
+        _trec_run(task, run_path, specs, source, result)
     else:
         _arqmath_prime(task, run_path, specs, source, input_dir, result)
     if not per_topic:
@@ -258,6 +267,13 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         shown = "; ".join(f"{t}: {', '.join(ids)}" for t, ids in sorted(inp.ambiguous.items())[:5])
         result.notes.append(f"{len(inp.ambiguous)} answer(s) have the text of several known answers with different "
                             f"grades and are left unjudged ({shown}); give the organizers' map (--answer-map)")
+    exam_path = _truth_path(task, source.truth_dir, "exam")
+    if exam_path is not None:
+        for question in formats.read_exam(exam_path):
+            inp.exam.setdefault(question.topic, []).append(question)
+    elif any(s.qrels_role == "exam" for s in specs):
+        result.notes.append("EXAM and n-EXAM not computed: the truth folder has no exam questions (exam.jsonl)")
+        specs = [s for s in specs if s.qrels_role != "exam"]
     manual = [s for s in specs if s.id in ("ar", "p1")]
     if manual and not inp.judged:
         # A row of zeros would read as "every answer was wrong"; the truth is that no
@@ -281,18 +297,24 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         _store(result, spec, values)
 
 
-# --- Touché -------------------------------------------------------------------------------
+# --- Plain TREC runs (Touché, semantic search) ----------------------------------------------
 
-def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
+def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
+    """Every family whose measures read a plain TREC run: a new task of such a family needs
+    no code here, only its measures in the registry."""
     run = touche.read_trec_run(run_path)
     relevance = source.get("relevance")
     if not set(run.rows) & set(relevance):
         raise _no_overlap(set(run.rows), relevance)
-    if run.duplicates:
+    touche_official = any(registry.get(s.id).averaging == "touche-official" for s in specs)
+    if run.duplicates and touche_official:
         result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
                             "as the organizers' script does (it can then exceed 1); ndcg_cut_5 keeps the first "
                             "(trec_eval itself refuses such runs)")
-    if touche.rank_ties_in_top5(run):
+    elif run.duplicates:
+        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the first of each is kept "
+                            "(trec_eval itself refuses such runs)")
+    if touche_official and touche.rank_ties_in_top5(run):
         result.notes.append(f"{touche.rank_ties_in_top5(run)} topic(s) have equal ranks at the top-5 cut: the "
                             "organizers' script sorts them in an unspecified order; we keep file order")
     _order_notes(result, run.rows, "docno")
@@ -303,6 +325,9 @@ def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResul
             skipped.append(spec.key)
             continue
         measure = registry.get(spec.id)
+        truth_file = task.truth.file(spec.qrels_role)
+        if measure.gains and truth_file is not None and truth_file.gains:
+            qrels = trec.apply_gains(qrels, truth_file.gains)
         if measure.trec_eval is not None:
             (values,) = _trec_eval(qrels, run.score_dict(), [spec])
         else:
@@ -321,3 +346,30 @@ def _touche(task, run_path: Path, specs, source: _Qrels, result: EvaluationResul
     for key, value in result.scores.items():
         if isinstance(value, float) and math.isnan(value):
             result.notes.append(f"{key}: no topic counts, the mean is undefined")
+
+
+# --- MathQA --------------------------------------------------------------------------------
+
+def _mathqa(task, run_path: Path, specs, truth_dir: Path, result: EvaluationResult) -> None:
+    gold_path, broken_path = _truth_path(task, truth_dir, "gold"), _truth_path(task, truth_dir, "broken")
+    if gold_path is None:
+        raise SharedTaskError(f"the truth folder {truth_dir} has no {task.truth.file('gold').path}",
+                              hint="give --truth DIR with the MathQA suite's JSON file")
+    gold = formats.read_gold(gold_path)
+    broken = formats.read_broken(broken_path) if broken_path is not None else set()
+    run = formats.read_programs(run_path, [p.number for p in gold])
+    unknown = sorted(set(run.programs) - {p.number for p in gold}, key=lambda x: (len(x), x))
+    if unknown:
+        result.notes.append(f"{len(unknown)} program(s) for problems the truth does not have are ignored: "
+                            f"{', '.join(unknown[:10])}")
+    inp = mathqa.MathqaInput(gold=gold, broken=broken, programs=run.programs)
+    for spec in specs:
+        _store(result, spec, registry.get(spec.id).procedure()(inp))
+    answered = sum(1 for p in gold if run.programs.get(p.number, "").strip())
+    result.notes.append(f"{answered} of {len(gold)} problems answered ({run.form}, beam {run.beam}: the first "
+                        f"program of each problem counts); {len(broken)} on the suite's broken list")
+    if inp.reasons:
+        shown = "; ".join(f"{k}: {v}" for k, v in list(inp.reasons.items())[:3])
+        result.notes.append(f"{len(inp.reasons)} program(s) have no value and are never guessed as a number ({shown})")
+    if inp.counts:
+        result.notes.append("option matching: " + ", ".join(f"{k} {v}" for k, v in sorted(inp.counts.items())))

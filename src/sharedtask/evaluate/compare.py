@@ -127,7 +127,10 @@ def _run_file(path: Path, task: Any) -> Path:
 
 
 def rankings(path: Path, task: Any, depth: int) -> dict[str, list[str]]:
-    """Each topic's ranking in trec_eval's order; Task 3 ranks its answers by their text."""
+    """Each topic's ranking in trec_eval's order; Task 3 ranks its answers by their text.
+    A run that is not a ranking (MathQA's programs) has none: {} (only bytes and scores compare)."""
+    if task.output.format not in RUN_LAYOUTS:
+        return {}
     layout = RUN_LAYOUTS[task.output.format].short
     check_run_layout(path, task.output.format, task.id)
     if layout == "arqmath-task3":
@@ -201,6 +204,8 @@ def compare(
     else:
         result.notes.append("no qrels given: only the document order was compared (add --qrels or --truth for "
                             "RMSE and the t-test)")
+    if task.output.format not in RUN_LAYOUTS:
+        result.notes.append(f"{task.output.format} runs are not rankings: KTU and RBO do not apply")
     only_orig = sorted(set(orig_rank) - set(rep_rank))
     only_rep = sorted(set(rep_rank) - set(orig_rank))
     if only_orig:

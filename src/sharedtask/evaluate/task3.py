@@ -86,6 +86,7 @@ class Task3Input:
     judged: dict[str, int] = field(default_factory=dict)  # topic -> grade of the run's answer
     unjudged: set[str] = field(default_factory=set)  # answered topics whose answer has no judgment
     ambiguous: dict[str, list[str]] = field(default_factory=dict)  # topic -> colliding answer ids
+    exam: dict[str, list] = field(default_factory=dict)  # topic -> its exam questions (exam.jsonl), for EXAM
 
 
 def _collapse(text: str) -> str:

@@ -53,6 +53,28 @@ def safe_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
     return {t: {d: (r if r >= 0 else 0) for d, r in docs.items()} for t, docs in qrels.items()}
 
 
+def integer_gains(gains: Mapping[str, float], limit: int = 1000) -> dict[int, int]:
+    """A task's gain table (grade -> gain, e.g. LeanSearch's 1 / 0.3 / 0) as integer gains.
+
+    trec_eval reads relevance as integers and uses it as the gain of nDCG; nDCG is a ratio
+    of two sums of gains, so multiplying every gain by one constant leaves it unchanged.
+    The smallest such multiplier that makes every gain whole lets trec_eval itself compute
+    nDCG with the task's gains (1 / 0.3 / 0 -> 10 / 3 / 0).
+    """
+    for factor in range(1, limit + 1):
+        scaled = {int(grade): gain * factor for grade, gain in gains.items()}
+        if all(abs(v - round(v)) < 1e-9 for v in scaled.values()):
+            return {grade: round(v) for grade, v in scaled.items()}
+    raise ValueError(f"gains {dict(gains)} need more than {limit} steps to become whole numbers; "
+                     "give gains with at most three decimals")
+
+
+def apply_gains(qrels: Qrels, gains: Mapping[str, float]) -> dict[str, dict[str, int]]:
+    """Qrels whose values are the task's integer-scaled gains; a grade the table omits gains 0."""
+    table = integer_gains(gains)
+    return {t: {d: table.get(r, 0) for d, r in docs.items()} for t, docs in qrels.items()}
+
+
 def aggregate(measure: str, values: list[float]) -> float:
     """trec_eval's summary value over the evaluated topics (arithmetic mean for these measures)."""
     if not values:

@@ -1,4 +1,5 @@
-"""Streaming readers and writers for every official ARQMath and Touché format.
+"""Streaming readers and writers for every official ARQMath and Touché format and the
+semantic-search family's JSON Lines files.
 
 Readers take a path (``str`` or ``Path``; ``.gz`` is decompressed transparently),
 yield typed, immutable records (NamedTuples: cheap to build on hot paths) and raise
@@ -16,7 +17,7 @@ Keys of :data:`READERS` are the format names used in task specs: ``trec-run``,
 ``trec-qrels``, ``arqmath-posts-xml``, ``arqmath-formula-tsv`` (a file, a directory
 or a glob), ``arqmath-topics-xml``, ``argsme-json`` (one file), ``touche-topics-xml``,
 ``arqmath-task1-run``, ``arqmath-task2-run``, ``arqmath-task3-run``,
-``arqmath-answers-tsv``. :func:`count_topics` gives the number of distinct topics of
+``arqmath-answers-tsv``, ``statements-jsonl``, ``queries-jsonl``. :func:`count_topics` gives the number of distinct topics of
 run, qrels and topics files (None for other formats).
 """
 
@@ -55,6 +56,8 @@ from sharedtask.formats.formulas import (
     read_formula_index,
 )
 from sharedtask.formats.html import formula_spans, html_to_text, strip_dollars
+from sharedtask.formats.jsonl import ExamQuestion, Query, Statement, read_exam, read_queries, read_statements
+from sharedtask.formats.mathqa import GoldProblem, Problem, Programs, read_broken, read_gold, read_problems, read_programs
 from sharedtask.formats.touche import ToucheTopic, read_touche_topics
 from sharedtask.formats.trec import (
     COLUMNS,
@@ -86,6 +89,12 @@ READERS: dict[str, Reader] = {
     "arqmath-task2-run": partial(read_run, layout="arqmath-task2"),
     "arqmath-task3-run": partial(read_run, layout="arqmath-task3"),
     "arqmath-answers-tsv": read_answers_tsv,
+    "statements-jsonl": read_statements,
+    "queries-jsonl": read_queries,
+    "mathqa-problems-jsonl": read_problems,
+    "mathqa-json": read_gold,
+    "mathqa-broken-txt": read_broken,
+    "exam-jsonl": read_exam,
 }
 
 
@@ -105,7 +114,7 @@ def count_records(format_name: str, path: PathLike) -> int:
     return n
 
 
-TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml")
+TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml", "queries-jsonl", "mathqa-problems-jsonl")
 
 
 def read_topic_ids(format_name: str, path: PathLike) -> list[str]:
@@ -129,9 +138,10 @@ def count_topics(format_name: str, path: PathLike) -> int | None:
 __all__ = [
     "ARGSME_FILES", "COLUMNS", "LAYOUTS", "READERS", "TOPIC_FORMATS", "V2_HEADER", "V3_HEADER",
     "Answer", "AnswerText", "Argument", "ArqmathTopic", "FormatError", "FormulaRecord", "Premise",
-    "Qrel", "Question", "RunReader", "RunRow", "ToucheTopic",
+    "ExamQuestion", "GoldProblem", "Problem", "Programs", "Qrel", "Query", "Question", "RunReader", "Statement", "RunRow", "ToucheTopic",
     "argsme_files", "count_records", "count_topics", "detect_layout", "formula_files", "formula_spans",
     "html_to_text", "load_qrels_dict", "load_run_dict", "load_visual_ids", "read_answers_tsv",
-    "read_argsme", "read_argsme_dir", "read_arqmath_topics", "read_formula_index", "read_posts",
+    "read_argsme", "read_argsme_dir", "read_broken", "read_exam", "read_gold", "read_problems", "read_programs", "read_queries",
+    "read_statements", "read_arqmath_topics", "read_formula_index", "read_posts",
     "read_qrels", "read_run", "read_topic_ids", "reader_for", "split_tags", "strip_dollars", "write_qrels", "write_run",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sharedtask.samples import touche as _touche  # noqa: F401, I001 - registers first: Touché, then ARQMath
 from sharedtask.samples import arqmath as _arqmath  # noqa: F401
+from sharedtask.samples import leansearch as _leansearch  # noqa: F401
 from sharedtask.samples.builders import ARGSME_FILES
 from sharedtask.samples.registry import GENERATORS
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -266,6 +267,24 @@ def _topic_sort_key(line: tuple[str, object, int]) -> tuple[int, int]:
     return int(line[0].split(".")[1]), int(str(line[1]))
 
 
+def _exam_questions(themes: Sequence[MathTheme]) -> str:
+    """EXAM questions per judged topic (docs/formats.md, "Exam questions"): the topic's
+    formulas of grade 3 (at most two) and its first keyword are the answer keys a good
+    answer states."""
+    lines = []
+    for theme in themes:
+        if not theme.judged:
+            continue
+        topic = f"A.{theme.number}"
+        keys = [(f"Which formula does a complete answer to {topic} state?", tex)
+                for tex, rel in theme.formulas if rel == 3][:2]
+        keys.append((f"Which notion must an answer to {topic} name?", theme.keywords[0]))
+        for i, (question, key) in enumerate(keys, 1):
+            lines.append(json.dumps({"topic": topic, "id": f"{topic}-q{i}", "question": question, "answer": key},
+                                    ensure_ascii=False) + "\n")
+    return "".join(lines)
+
+
 def arqmath_sample(task: int) -> dict[str, str]:
     """Files of the ARQMath Task ``task`` sample (1, 2 or 3), keyed by relative path."""
     rng = random.Random("arqmath")  # one collection for all three tasks, like the real one
@@ -324,6 +343,7 @@ def arqmath_sample(task: int) -> dict[str, str]:
             answer_id += 1
         files["truth/qrels.tsv"] = _arqmath_qrels(sorted(qrels, key=_topic_sort_key))
         files["truth/answers.tsv"] = tsv(sorted(texts, key=lambda t: (int(t[1].split(".")[1]), t[0])), ANSWERS_TSV_HEADER)
+        files["truth/exam.jsonl"] = _exam_questions(math_topics())
     return files
 
 

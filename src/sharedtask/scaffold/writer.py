@@ -19,6 +19,8 @@ FAMILY_TEMPLATES: dict[str, str] = {
     "arqmath-task1": "run_arqmath_task1.py",
     "arqmath-task2": "run_arqmath_task2.py",
     "arqmath-task3": "run_arqmath_task3.py",
+    "semantic-search": "run_semantic_search.py",
+    "mathqa": "run_mathqa.py",
 }
 
 _APPROACH = {
@@ -26,6 +28,8 @@ _APPROACH = {
     "arqmath-task1": "term overlap of each answer post with the topic, one streamed pass over Posts.xml",
     "arqmath-task2": "LaTeX symbol overlap (Dice) with the topic formula, one streamed pass over the formula index",
     "arqmath-task3": "the text of the best-overlapping answer post, cut to the length limit",
+    "semantic-search": "term overlap of each statement's informal text with the query",
+    "mathqa": "a one-step program over the problem's first two numbers whose value is an option",
 }
 
 #: Spec run format -> layout name of sharedtask.formats.write_run.
@@ -34,6 +38,7 @@ _LAYOUTS = {
     "arqmath-task1-run": "arqmath-task1",
     "arqmath-task2-run": "arqmath-task2",
     "arqmath-task3-run": "arqmath-task3",
+    "mathqa-programs": "mathqa-programs",  # one program per line, written by the template itself
 }
 
 # Output path in the submission -> template file.

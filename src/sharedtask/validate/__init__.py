@@ -73,6 +73,10 @@ def validate(
     Raises SharedTaskError only when validation cannot run (missing file, bad input dir).
     """
     path = find_run_file(Path(run_path))
+    if task.output.format == "mathqa-programs":  # programs, not a ranking: validate/mathqa.py
+        from sharedtask.validate.mathqa import validate_programs
+
+        return validate_programs(path, task, input_dir, limit_per_code)
     if topics is None and input_dir is not None:
         topics = load_topics(task, input_dir=input_dir)
     answers = formulas = None

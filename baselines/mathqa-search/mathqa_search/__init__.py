@@ -1,0 +1,1 @@
+"""MathQA baseline: a small search over programs built from the problem's numbers."""

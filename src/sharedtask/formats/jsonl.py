@@ -1,0 +1,116 @@
+"""JSON Lines corpora and query files of the semantic-search family (docs/formats.md,
+"Semantic search").
+
+``statements-jsonl``: one theorem statement per line,
+``{"id": "Nat.add_comm", "formal": "theorem Nat.add_comm ...", "informal": "Addition ..."}``
+(the LeanSearch corpus pairs each mathlib4 statement with an informal restatement; an
+optional ``"name"`` carries the informal name). ``queries-jsonl``: one informal query
+per line, ``{"id": "1", "query": "commutativity of addition"}``.
+
+Why JSON Lines: one record per line streams in constant memory and an error names its
+line; both files are what a dense retriever's pipeline reads anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from sharedtask.errors import FormatError
+from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, open_text
+
+
+class Statement(NamedTuple):
+    id: str
+    formal: str
+    informal: str
+    name: str
+
+
+class Query(NamedTuple):
+    number: str  # the topic id, named as in the other topic readers
+    query: str
+
+
+def json_objects(path: PathLike, what: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-blank line; a line that is not a JSON object is an error."""
+    lineno = 0
+    try:
+        with open_text(path) as handle:
+            for lineno, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise FormatError(path, f"not valid JSON ({exc.msg})", line=lineno, column=exc.colno,
+                                      hint=f"write one JSON object per line ({what})") from None
+                if not isinstance(obj, dict):
+                    raise FormatError(path, f"expected a JSON object, found {type(obj).__name__}", line=lineno,
+                                      column=1, hint=f"write one JSON object per line ({what})")
+                yield lineno, obj
+    except DECODE_ERRORS as exc:
+        raise decode_error(path, exc, lineno + 1) from None
+
+
+def text_field(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        found = "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
+        raise FormatError(path, f"field {key!r} must be a non-empty string, found {found}", line=lineno,
+                          hint=f'add "{key}": "..." to this line')
+    return value
+
+
+def read_statements(path: PathLike) -> Iterator[Statement]:
+    """Stream a statements corpus; ids must be unique (a run names documents by them)."""
+    seen: set[str] = set()
+    for lineno, obj in json_objects(path, '{"id": ..., "formal": ..., "informal": ...}'):
+        doc_id = text_field(path, obj, "id", lineno)
+        if doc_id in seen:
+            raise FormatError(path, f"statement id {doc_id!r} appears twice", line=lineno,
+                              hint="give every statement its own id")
+        seen.add(doc_id)
+        yield Statement(doc_id, text_field(path, obj, "formal", lineno), text_field(path, obj, "informal", lineno),
+                        text_field(path, obj, "name", lineno, required=False))
+
+
+def read_queries(path: PathLike) -> list[Query]:
+    """Read a query file (small: returned whole, in file order); ids must be unique."""
+    out: list[Query] = []
+    seen: set[str] = set()
+    for lineno, obj in json_objects(path, '{"id": ..., "query": ...}'):
+        number = text_field(path, obj, "id", lineno)
+        if number in seen:
+            raise FormatError(path, f"query id {number!r} appears twice", line=lineno,
+                              hint="give every query its own id")
+        seen.add(number)
+        out.append(Query(number, text_field(path, obj, "query", lineno)))
+    return out
+
+
+class ExamQuestion(NamedTuple):
+    topic: str
+    id: str
+    question: str
+    answer: str  # the answer key a text must state
+
+
+def read_exam(path: PathLike) -> list[ExamQuestion]:
+    """An exam-question file (``exam-jsonl``): ``{"topic", "id", "question", "answer"}`` per
+    line (EXAM, Sander and Dietz, DESIRES 2021: held-out questions per query with an answer
+    key); ids unique."""
+    out: list[ExamQuestion] = []
+    seen: set[str] = set()
+    for lineno, obj in json_objects(path, '{"topic": ..., "id": ..., "question": ..., "answer": ...}'):
+        qid = text_field(path, obj, "id", lineno)
+        if qid in seen:
+            raise FormatError(path, f"question id {qid!r} appears twice", line=lineno,
+                              hint="give every question its own id")
+        seen.add(qid)
+        out.append(ExamQuestion(text_field(path, obj, "topic", lineno), qid, text_field(path, obj, "question", lineno),
+                                text_field(path, obj, "answer", lineno)))
+    return out

@@ -1,0 +1,55 @@
+"""The semantic-search family's JSON Lines readers: statements corpus and queries.
+Every malformed line gives a one-line FormatError naming file, line (and column for JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sharedtask.errors import FormatError
+from sharedtask.formats import read_queries, read_statements
+
+FIX = Path(__file__).parent / "fixtures" / "formats" / "jsonl"
+
+
+def test_statements_fixture_reads_every_field_and_skips_blank_lines() -> None:
+    first, second = list(read_statements(FIX / "corpus.jsonl"))
+    assert first.id == "Nat.add_comm" and first.formal.endswith("m + n") and first.name == "Commutativity"
+    assert second.id == "abs_add" and second.name == "" and second.informal == "triangle inequality"
+
+
+def test_queries_keep_file_order() -> None:
+    assert [(q.number, q.query) for q in read_queries(FIX / "queries.jsonl")][:2] == [
+        ("1", "commutativity of addition"), ("2", "triangle inequality")]
+
+
+@pytest.mark.parametrize(("text", "where", "what"), [
+    ('{"id": "a", "formal": "x", "informal": "y"}\n{"id": "a", "formal": "x", "informal": "y"}\n', ":2", "appears twice"),
+    ('{"id": "a", "formal": "x"}\n', ":1", "'informal' must be a non-empty string, found missing"),
+    ('{"id": 7, "formal": "x", "informal": "y"}\n', ":1", "'id' must be a non-empty string, found int 7"),
+    ('{"id": "a", "formal": "x", "informal": "y"}\n{"id": "b", "formal": \n', ":2:", "not valid JSON"),
+    ('["a", "b"]\n', ":1:1", "expected a JSON object, found list"),
+    ('{"id": "a", "formal": "   ", "informal": "y"}\n', ":1", "'formal' must be a non-empty string"),
+])
+def test_malformed_statements_are_located(tmp_path: Path, text: str, where: str, what: str) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as info:
+        list(read_statements(path))
+    message = str(info.value)
+    assert f"corpus.jsonl{where}" in message and what in message and "\n" not in message
+
+
+def test_invalid_utf8_is_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_bytes(b'{"id": "1", "query": "ok"}\n{"id": "2", "query": "\xff"}\n')
+    with pytest.raises(FormatError, match="invalid UTF-8"):
+        read_queries(path)
+
+
+def test_repeated_query_id(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"id": "1", "query": "a"}\n{"id": "1", "query": "b"}\n', encoding="utf-8")
+    with pytest.raises(FormatError, match=r"queries.jsonl:2: query id '1' appears twice"):
+        read_queries(path)
