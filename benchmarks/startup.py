@@ -51,8 +51,10 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def source_tree(ref: str, into: Path) -> Path:
-    """The src/ folder of commit ``ref``, extracted under ``into``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True).stdout
+    """The src/ folder of commit ``ref`` (with the tasks/ it reads), extracted under ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src", "tasks"], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
 
