@@ -124,3 +124,41 @@ def test_validator_findings_are_the_same_with_and_without_the_precheck(tmp_path_
     finally:
         ranking._neighbours_distinct_f32 = original
     assert fast == slow
+
+
+def _yaml_files() -> list[Path]:
+    from sharedtask.spec import tasks_dir
+
+    return sorted(tasks_dir().rglob("*.yml"))
+
+
+def test_every_shipped_yaml_file_reads_the_same_with_libyaml() -> None:
+    """The spec reader's fast loader (libyaml) builds the documents the pure parser builds."""
+    import yaml
+
+    from sharedtask import spec
+
+    files = _yaml_files()
+    assert len(files) > 10
+    assert spec._FAST_LOADER is yaml.CSafeLoader  # else this test compares the pure parser with itself
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=yaml.CSafeLoader) == yaml.safe_load(text), path  # noqa: S506
+
+
+@pytest.mark.parametrize("text", ["id: [unclosed\n", "a: 1\n  b: 2\n", "a: 'x\n", "- a\nb: 1\n", "a: *nope\n",
+                                  "a: 1\na: {b: [1, 2}\n", "\tid: x\n"])
+def test_broken_yaml_names_the_same_place_as_the_pure_parser(tmp_path: Path, text: str) -> None:
+    import yaml
+
+    from sharedtask import spec
+    from sharedtask.errors import SpecError
+
+    path = tmp_path / "t.yml"
+    path.write_text(text)
+    with pytest.raises(yaml.MarkedYAMLError) as pure:
+        yaml.safe_load(path.open())
+    mark = pure.value.problem_mark
+    with pytest.raises(SpecError) as ours:
+        spec._read_yaml(path)
+    assert str(ours.value) == f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {pure.value.problem}"

@@ -205,10 +205,20 @@ def _schema() -> dict[str, Any]:
         return json.load(fh)
 
 
+# libyaml's parser builds the same documents as PyYAML's pure-Python one ~10x faster
+# (~50 ms of every command's start for a task's two files). A file it rejects is read
+# again by the pure parser, so that the message names the problem exactly as before.
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            text = fh.read()
+        try:
+            data = yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
+        except yaml.YAMLError:
+            data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
