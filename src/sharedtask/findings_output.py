@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from sharedtask.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# rich is imported by the two render functions only: JSON output (``dumps``) never loads it.
 
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -53,6 +55,8 @@ def render_findings(
     title: str | None = None,
 ) -> None:
     """Print grouped findings: up to ``examples`` per code, then "N more like this"."""
+    from rich.markup import escape
+
     findings = list(findings)
     if title:
         console.print(f"[bold]{escape(title)}[/]")
@@ -70,6 +74,8 @@ def render_findings(
 
 def render_summary(console: Console, findings: Iterable[Finding], omitted: Mapping[str, int] | None = None,
                    *, subject: str = "run") -> None:
+    from rich.markup import escape
+
     counts = count_by_severity(findings, omitted)
     errors, warnings, infos = counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.INFO]
     verdict = "[bold red]INVALID[/]" if errors else "[bold green]VALID[/]"

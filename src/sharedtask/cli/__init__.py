@@ -13,11 +13,14 @@ import importlib
 import os
 import signal
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sharedtask import __version__
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # The validator uses numpy only for vector arithmetic, never BLAS; OpenBLAS would still
 # start one thread per core at import (~0.1 s CPU measured with py-spy). Users who set
@@ -43,16 +46,39 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 
 
 
-class _ErrConsole:
-    """stderr console created on first use: rich costs an import a --json run need not pay."""
+class LazyConsole:
+    """A rich ``Console`` made on first use, with the options given here.
 
-    def print(self, *args: object, **kwargs: object) -> None:
-        from rich.console import Console
+    Why: importing rich.console costs ~80 ms; ``--help``, ``--json`` and the parser of
+    a command that fails early need not pay it. Attribute access is forwarded, so
+    ``console.print(...)`` and ``console.status(...)`` work as on a Console; pass
+    :attr:`real` where rich itself wants a Console (``Progress(console=...)``).
+    """
 
-        Console(stderr=True, highlight=False).print(*args, **kwargs)
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._real: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        if self._real is None:
+            from rich.console import Console
+
+            self._real = Console(**self._options)
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
-err_console = _ErrConsole()
+err_console = LazyConsole(stderr=True, highlight=False)
+
+
+def escape(text: str) -> str:
+    """rich's markup escape, imported on first use (see :class:`LazyConsole`)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def _module_name(command: str) -> str:

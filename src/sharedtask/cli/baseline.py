@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
+from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
-from sharedtask.images import ensure_software_image
-from sharedtask.manifest import Software, load_manifest
 
-console = Console(highlight=False)
+if TYPE_CHECKING:
+    from sharedtask.manifest import Manifest, Software
+
+# The manifest (jsonschema) and the image builder are imported where used: --help needs neither.
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,11 +57,15 @@ def _manifest_option(parser: argparse.ArgumentParser, default: object = argparse
                         help="manifest to use (default: the project's tira.yml)")
 
 
-def _manifest(args: argparse.Namespace):
+def _manifest(args: argparse.Namespace) -> Manifest:
+    from sharedtask.manifest import load_manifest
+
     return load_manifest(args.manifest)
 
 
 def _list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     manifest = _manifest(args)
     table = Table(title=f"baselines in {manifest.path}", title_justify="left")
     table.add_column("name", style="bold cyan", no_wrap=True)
@@ -75,6 +81,8 @@ def build_software(sw: Software, *, force: bool = False) -> str:
     """Build one image with a status line; returns the image id."""
     if sw.build is None:
         return sw.image
+    from sharedtask.images import ensure_software_image
+
     with console.status(f"building {sw.image} from {sw.build}") as status:
         image_id, built = ensure_software_image(sw, force=force,
                                                 on_log=lambda line: status.update(f"building {sw.image}: {line[:100]}"))

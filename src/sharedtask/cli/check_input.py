@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.filesize import decimal
-from rich.table import Table
+from sharedtask.cli import LazyConsole
 
-from sharedtask.inputcheck import InputReport, check_input
-from sharedtask.findings_output import render_findings
-from sharedtask.spec import load_task
+if TYPE_CHECKING:
+    from sharedtask.inputcheck import InputReport
 
-console = Console(highlight=False)
+# The spec, the readers and rich are imported where used: --help needs none of them.
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sharedtask.inputcheck import check_input
+    from sharedtask.spec import load_task
+
     task = load_task(args.task)
     if args.json:
         report = check_input(task, args.directory)
@@ -46,6 +48,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def render(report: InputReport) -> None:
+    from rich.filesize import decimal
+    from rich.table import Table
+
+    from sharedtask.findings_output import render_findings
+
     table = Table(title=f"{report.task.id}: input contract of {report.directory}", title_justify="left")
     for col, justify in (("path", "left"), ("format", "left"), ("files", "right"), ("records", "right"),
                          ("size", "right"), ("status", "left")):
@@ -56,6 +63,6 @@ def render(report: InputReport) -> None:
         table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", decimal(c.bytes), status)
     console.print(table)
     console.print(f"topics: {len(report.topics)}")
-    render_findings(console, report.findings)
+    render_findings(console.real, report.findings)
     verdict = "[bold green]valid[/]" if report.valid else "[bold red]invalid[/]"
     console.print(f"{report.task.id}: {verdict}")

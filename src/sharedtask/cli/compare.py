@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from sharedtask.cli import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# rich and the evaluator are imported where used: the parser (and --help) needs neither.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
+        from rich.console import Console
+
         show(Console(highlight=False), result, per_topic=args.per_topic)
     return exit_code(result)
 
@@ -84,6 +90,8 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 def show(console: Console, result, *, per_topic: bool = False) -> None:
     """The comparison as tables and the verdict line (also used by ``sharedtask reproduce``)."""
+    from rich.table import Table
+
     console.print(f"[bold]{escape(result.reproduced)}[/] against [bold]{escape(result.original)}[/] "
                   f"({escape(result.task)})")
     if not result.identical:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from sharedtask.cli import escape
 from sharedtask.errors import SharedTaskError
 
 if TYPE_CHECKING:
@@ -66,12 +67,6 @@ def _console() -> Console:
     from rich.console import Console  # imported on use: a --json call need not pay for rich
 
     return Console(highlight=False, soft_wrap=True)
-
-
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
 
 
 def _table(**kwargs: object):

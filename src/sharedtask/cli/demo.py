@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
+from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
-from sharedtask.images import docker_client
 
-console = Console(highlight=False)
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# The pipeline, Docker and rich's widgets are imported where used: --help needs none of them.
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,6 +64,10 @@ def _run(args: argparse.Namespace) -> int:
         manifest.dataset(task, args.dataset)
     if args.out.exists() and not args.out.is_dir():
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from sharedtask.images import docker_client
+
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -74,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
                   f"{total} sandboxed run(s) → {out}")
     outcomes = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+                  TimeElapsedColumn(), console=console.real, transient=False) as progress:
         status = progress.add_task("starting", total=None)
 
         def say(message: str) -> None:
@@ -110,6 +115,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _task_table(outcome) -> Table:
     """Leaderboard of one task: the evaluator's table plus rows for runs that produced no scores."""
+    from rich.table import Table
+
     if outcome.leaderboard is not None:
         table = outcome.leaderboard.table()
     else:

@@ -14,14 +14,11 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from rich.console import Console
-from rich.table import Table
-
-from sharedtask.images import base_image
+from sharedtask.cli import LazyConsole
 from sharedtask.resources import resource
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = LazyConsole(highlight=False)
+err_console = LazyConsole(stderr=True, highlight=False)
 
 
 @dataclass
@@ -57,6 +54,8 @@ def run_checks() -> list[Check]:
         checks.append(Check("docker daemon", False, f"not reachable ({exc.__class__.__name__})",
                             f"sudo bash {setup}  (starts dockerd, log /var/log/sharedtask-dockerd.log)"))
         return checks
+    from sharedtask.images import base_image
+
     name = base_image()
     try:
         image = client.images.get(name)
@@ -109,6 +108,8 @@ def _doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
+        from rich.table import Table
+
         table = Table(title="sharedtask docker-doctor", title_justify="left")
         table.add_column("check", style="bold", no_wrap=True)
         table.add_column("", no_wrap=True)

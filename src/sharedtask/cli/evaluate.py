@@ -13,12 +13,15 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
+from sharedtask.cli import LazyConsole, err_console, escape
 from sharedtask.errors import SharedTaskError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# rich is imported on first output: a --json, --csv or --prototext call never loads it.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,14 +70,14 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.spec import load_task
 
     task = load_task(args.task)
-    console = Console(highlight=False, soft_wrap=False)
+    console = LazyConsole(highlight=False, soft_wrap=False)
     if args.tira:
         from sharedtask.evaluate.tira import evaluate_tira
 
         if args.runs:
             raise SharedTaskError("--tira reads $inputRun; do not give RUN files")
         result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output_dir)
-        Console(stderr=True, highlight=False).print(f"wrote {path}")
+        err_console.print(f"wrote {path}")
         sys.stdout.write(to_prototext(result))
         return 0
     if not args.runs:
@@ -164,6 +167,8 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
 
 def _pairs_table(board) -> Table:
     """All pairs of runs on the primary measure: raw and corrected p, and whether the difference survives."""
+    from rich.table import Table
+
     label = next(m.label for m in board.measures if m.key == board.primary)
     table = Table(title=f"all pairs on {label}: paired {board.test}, {board.correction} correction, "
                         f"alpha {board.alpha:g}", title_justify="left")
@@ -186,7 +191,9 @@ def _fmt(v: float) -> str:
     return "" if v is None or math.isnan(v) else f"{v:.4f}"
 
 
-def _show_single(console: Console, result, per_topic: bool) -> None:
+def _show_single(console: LazyConsole, result, per_topic: bool) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{result.run} on {result.task}")
     table.add_column("measure")
     table.add_column("value", justify="right")
@@ -218,6 +225,8 @@ def _show_single(console: Console, result, per_topic: bool) -> None:
 
 
 def _per_topic_table(label: str, values: dict[str, dict[str, float]]) -> Table:
+    from rich.table import Table
+
     topics = sorted({t for d in values.values() for t in d}, key=_topic_key)
     t = Table(title=f"per topic: {label}")
     t.add_column("topic")

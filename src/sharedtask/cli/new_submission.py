@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
+from sharedtask.cli import LazyConsole
 
-from sharedtask.scaffold import write_submission
-
-console = Console(highlight=False)
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from sharedtask.scaffold import write_submission  # the spec and templates: not for --help
+
     sub = write_submission(args.task, args.directory, name=args.name, force=args.force)
     console.print(f"wrote submission [bold]{sub.name}[/] for [bold cyan]{sub.task.id}[/] to {args.directory}:")
     for rel in sub.files:

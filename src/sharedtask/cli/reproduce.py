@@ -13,14 +13,11 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
+from sharedtask.cli import LazyConsole, escape
 from sharedtask.cli.compare import add_comparison_options, exit_code, show, thresholds
 from sharedtask.errors import SharedTaskError
 
-console = Console(highlight=False)
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,12 +69,14 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         console.print(f"re-run written to {escape(str(rep.reproduced_dir))}")
-        show(console, rep.comparison)
+        show(console.real, rep.comparison)
     return exit_code(rep.comparison)
 
 
 def _all(args: argparse.Namespace) -> int:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.table import Table
 
     from sharedtask.manifest import load_manifest
     from sharedtask.reproduce import reproduce_baselines

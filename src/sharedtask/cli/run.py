@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
+from sharedtask.cli import LazyConsole
 
-from sharedtask.sandbox.runner import INTERRUPTED
-
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# The sandbox (docker SDK) and rich are imported where used: --help needs neither.
+console = LazyConsole(highlight=False)
+err_console = LazyConsole(stderr=True, highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -107,8 +106,9 @@ def run_and_report(task, image: str, *, json_output: bool = False, **options) ->
     """
     from sharedtask.sandbox import run
     from sharedtask.sandbox.live import LiveObserver, render_json, summary
+    from sharedtask.sandbox.runner import INTERRUPTED
 
-    observer = None if json_output else LiveObserver(err_console)
+    observer = None if json_output else LiveObserver(err_console.real)
     outcome = run(task, image, observer=observer, **options)
     if json_output:
         print(json.dumps(render_json(outcome), indent=2, ensure_ascii=False))

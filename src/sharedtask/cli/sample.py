@@ -13,13 +13,16 @@ import fnmatch
 import shutil
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
+from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
-from sharedtask.spec import Task, load_task
 
-console = Console(highlight=False)
+if TYPE_CHECKING:
+    from sharedtask.spec import Task
+
+# The spec and rich are imported where used: --help needs neither.
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,6 +77,10 @@ def _size(n: int) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from sharedtask.spec import load_task
+
     task = load_task(args.task_id)
     target: Path = args.directory
     files = copy_sample(task, target, force=args.force)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.table import Table
+from sharedtask.cli import LazyConsole
 
-from sharedtask.spec import Task, all_tasks, load_task
+if TYPE_CHECKING:
+    from rich.panel import Panel
 
-console = Console(highlight=False)
+    from sharedtask.spec import Task
+
+# The spec and rich's widgets are imported where used: --help needs neither.
+console = LazyConsole(highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,10 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from sharedtask.spec import all_tasks
+
     tasks = all_tasks()
     if args.json:
         print(json.dumps([_summary(t) for t in tasks], indent=2, ensure_ascii=False))
         return 0
+    from rich.table import Table
+
     table = Table(title="sharedtask tasks", title_justify="left")
     table.add_column("id", style="bold cyan", no_wrap=True)
     table.add_column("title")
@@ -61,6 +68,8 @@ def _summary(t: Task) -> dict[str, object]:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from sharedtask.spec import load_task
+
     task = load_task(args.task_id)
     if args.json:
         print(json.dumps(task.raw, indent=2, ensure_ascii=False))
@@ -71,6 +80,10 @@ def _show(args: argparse.Namespace) -> int:
 
 def render_task(t: Task) -> Panel:
     """The full contract of a task as one rich renderable."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()

@@ -9,9 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
-from sharedtask.findings_output import dumps, render_findings, render_summary
+# The validator, the spec and rich are imported where used: --help needs none of them,
+# and --json never loads rich.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def main(args: argparse.Namespace) -> int:
+    from sharedtask.findings_output import dumps
     from sharedtask.spec import load_task
     from sharedtask.validate import fix_run, load_topics, validate
 
@@ -47,6 +47,10 @@ def main(args: argparse.Namespace) -> int:
             data["fix"] = report.to_json()
         sys.stdout.write(dumps(data) + "\n")
         return 0 if result.valid else 1
+    from rich.console import Console
+
+    from sharedtask.findings_output import render_findings, render_summary
+
     console = Console(highlight=False)
     s = result.stats
     console.print(

@@ -19,13 +19,14 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.evaluate.multiple import CORRECTIONS, adjust
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 TESTS = ("ttest", "permutation")
 MARK = "†"
@@ -171,6 +172,8 @@ class Leaderboard:
         if self.test and any(self.significant(run, m.key) for run, _ in self.rows for m in self.measures):
             caption = (f"{MARK} differs from the best run of that measure (paired {self.test}, "
                        f"p < {self.alpha})")
+        from rich.table import Table
+
         table = Table(title=title, caption=caption)
         table.add_column("#", justify="right")
         table.add_column("run")

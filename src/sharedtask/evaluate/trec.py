@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Mapping
 
-import pytrec_eval
+# pytrec_eval (and numpy with it, ~0.1 s) is imported where a measure is computed:
+# as_float32 serves the CLI's option parsing, which must start fast.
 
 Run = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -34,6 +35,8 @@ def per_topic(qrels: Qrels, run: Run, measures: Iterable[str], relevance_level: 
     (``ndcg``, ``map``, ``P_10``, ``bpref``, ``ndcg_cut_5``). Topics are those of
     the run that the qrels know (trec_eval 9.0.8 without ``-c``).
     """
+    import pytrec_eval
+
     measures = set(measures)
     if not run:
         return {}
@@ -77,6 +80,8 @@ def apply_gains(qrels: Qrels, gains: Mapping[str, float]) -> dict[str, dict[str,
 
 def aggregate(measure: str, values: list[float]) -> float:
     """trec_eval's summary value over the evaluated topics (arithmetic mean for these measures)."""
+    import pytrec_eval
+
     if not values:
         return float("nan")
     return float(pytrec_eval.compute_aggregated_measure(measure, values))

@@ -24,86 +24,85 @@ run, qrels and topics files (None for other formats).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
+from functools import cache, partial
+from importlib import import_module
 from typing import Any
 
 from sharedtask.errors import FormatError
 from sharedtask.formats._io import PathLike
-from sharedtask.formats.argsme import (
-    ARGSME_FILES,
-    Argument,
-    Premise,
-    argsme_files,
-    read_argsme,
-    read_argsme_dir,
-)
-from sharedtask.formats.arqmath import (
-    Answer,
-    AnswerText,
-    ArqmathTopic,
-    Question,
-    read_answers_tsv,
-    read_arqmath_topics,
-    read_posts,
-    split_tags,
-)
-from sharedtask.formats.formulas import (
-    V2_HEADER,
-    V3_HEADER,
-    FormulaRecord,
-    formula_files,
-    load_visual_ids,
-    read_formula_index,
-)
-from sharedtask.formats.html import formula_spans, html_to_text, strip_dollars
-from sharedtask.formats.jsonl import ExamQuestion, Query, Statement, read_exam, read_queries, read_statements
-from sharedtask.formats.mathqa import GoldProblem, Problem, Programs, read_broken, read_gold, read_problems, read_programs
-from sharedtask.formats.touche import ToucheTopic, read_touche_topics
-from sharedtask.formats.trec import (
-    COLUMNS,
-    LAYOUTS,
-    Qrel,
-    RunReader,
-    RunRow,
-    detect_layout,
-    load_qrels_dict,
-    load_run_dict,
-    read_qrels,
-    read_run,
-    write_qrels,
-    write_run,
-)
+
+# Public names -> the module that defines them. They are imported on first use (PEP 562):
+# the validator needs only sharedtask.formats.layouts, and importing every reader
+# (expat, the args.me splitter, the HTML parser) cost a small run ~40 ms of start-up.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("ARGSME_FILES", "Argument", "Premise", "argsme_files", "read_argsme", "read_argsme_dir"),
+                    "argsme"),
+    **dict.fromkeys(("Answer", "AnswerText", "ArqmathTopic", "Question", "read_answers_tsv", "read_arqmath_topics",
+                     "read_posts", "split_tags"), "arqmath"),
+    **dict.fromkeys(("V2_HEADER", "V3_HEADER", "FormulaRecord", "formula_files", "load_visual_ids",
+                     "read_formula_index"), "formulas"),
+    **dict.fromkeys(("formula_spans", "html_to_text", "strip_dollars"), "html"),
+    **dict.fromkeys(("ToucheTopic", "read_touche_topics"), "touche"),
+    **dict.fromkeys(("ExamQuestion", "Query", "Statement", "read_exam", "read_queries", "read_statements"), "jsonl"),
+    **dict.fromkeys(("GoldProblem", "Problem", "Programs", "read_broken", "read_gold", "read_problems",
+                     "read_programs"), "mathqa"),
+    **dict.fromkeys(("COLUMNS", "LAYOUTS", "Qrel", "RunReader", "RunRow", "detect_layout", "load_qrels_dict",
+                     "load_run_dict", "read_qrels", "read_run", "write_qrels", "write_run"), "trec"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "READERS":
+        value: Any = _readers()
+    elif name in _EXPORTS:
+        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 Reader = Callable[[PathLike], Iterable[Any]]
 
-#: Spec format name -> reader (path -> iterable of records).
-READERS: dict[str, Reader] = {
-    "trec-run": partial(read_run, layout="trec"),
-    "trec-qrels": read_qrels,
-    "arqmath-posts-xml": read_posts,
-    "arqmath-formula-tsv": read_formula_index,
-    "arqmath-topics-xml": read_arqmath_topics,
-    "argsme-json": read_argsme,
-    "touche-topics-xml": read_touche_topics,
-    "arqmath-task1-run": partial(read_run, layout="arqmath-task1"),
-    "arqmath-task2-run": partial(read_run, layout="arqmath-task2"),
-    "arqmath-task3-run": partial(read_run, layout="arqmath-task3"),
-    "arqmath-answers-tsv": read_answers_tsv,
-    "statements-jsonl": read_statements,
-    "queries-jsonl": read_queries,
-    "mathqa-problems-jsonl": read_problems,
-    "mathqa-json": read_gold,
-    "mathqa-broken-txt": read_broken,
-    "exam-jsonl": read_exam,
-}
+@cache
+def _readers() -> dict[str, Reader]:
+    """``READERS``: spec format name -> reader (path -> iterable of records)."""
+    from sharedtask.formats.argsme import read_argsme
+    from sharedtask.formats.arqmath import read_answers_tsv, read_arqmath_topics, read_posts
+    from sharedtask.formats.formulas import read_formula_index
+    from sharedtask.formats.touche import read_touche_topics
+    from sharedtask.formats.jsonl import read_exam, read_queries, read_statements
+    from sharedtask.formats.mathqa import read_broken, read_gold, read_problems
+    from sharedtask.formats.trec import read_qrels, read_run
+
+    return {
+        "trec-run": partial(read_run, layout="trec"),
+        "trec-qrels": read_qrels,
+        "arqmath-posts-xml": read_posts,
+        "arqmath-formula-tsv": read_formula_index,
+        "arqmath-topics-xml": read_arqmath_topics,
+        "argsme-json": read_argsme,
+        "touche-topics-xml": read_touche_topics,
+        "arqmath-task1-run": partial(read_run, layout="arqmath-task1"),
+        "arqmath-task2-run": partial(read_run, layout="arqmath-task2"),
+        "arqmath-task3-run": partial(read_run, layout="arqmath-task3"),
+        "arqmath-answers-tsv": read_answers_tsv,
+        "statements-jsonl": read_statements,
+        "queries-jsonl": read_queries,
+        "mathqa-problems-jsonl": read_problems,
+        "mathqa-json": read_gold,
+        "mathqa-broken-txt": read_broken,
+        "exam-jsonl": read_exam,
+    }
 
 
 def reader_for(format_name: str) -> Reader:
     """The reader of a spec format name; ValueError names the known formats."""
+    readers = _readers()
     try:
-        return READERS[format_name]
+        return readers[format_name]
     except KeyError:
-        raise ValueError(f"unknown format {format_name!r}; known: {', '.join(sorted(READERS))}") from None
+        raise ValueError(f"unknown format {format_name!r}; known: {', '.join(sorted(readers))}") from None
 
 
 def count_records(format_name: str, path: PathLike) -> int:
