@@ -37,6 +37,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "reproduce",
     "baseline",
     "demo",
+    "serve",
+    "submit",
     "new_submission",
     "docker_doctor",
 )

@@ -4,9 +4,11 @@ Who may see what: a request without a valid token gets 401; a team asking for
 another team's submission gets 404, exactly as for one that does not exist (no
 existence leak); an organizer-only action by a team gets 403. Leaderboards are
 public once the organizer publishes them.
+
+No ``from __future__ import annotations`` here: FastAPI reads the dependency
+annotations (``Member``, ``Db``) at run time, and they are local to :func:`create_app`.
 """
 
-from __future__ import annotations
 
 import datetime as dt
 import io
