@@ -167,3 +167,66 @@ def build_tiny_image(client: Any, tag: str, run_text: str, tmp: Path, *, script:
         "COPY run.txt run.sh /app/\nCMD [\"/bin/sh\", \"/app/run.sh\", \"/tira-data/input\", \"/tira-data/output\"]\n")
     client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True)
     return tag
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_bin() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+    return versions[-1] if versions else None
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server (Debian's ``postgresql``) on a loopback port, for this test session.
+
+    As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root).
+    Yields a function that creates a fresh database and returns its SQLAlchemy URL.
+    """
+    bin_dir = _pg_bin()
+    if bin_dir is None or not (bin_dir / "initdb").exists():
+        unavailable("PostgreSQL is not installed (apt-get install postgresql)")
+    import tempfile
+
+    # not under pytest's tmp folder: that is 0700 root, and the server runs as 'postgres'
+    base = Path(tempfile.mkdtemp(prefix="sharedtask-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            unavailable("PostgreSQL's system user 'postgres' is missing")
+        os.chmod(base, 0o755)
+        os.chown(base, user.pw_uid, user.pw_gid)
+        os.chown(sockets, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
+                    f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+    counter = iter(range(1, 10_000))
+
+    def new_database() -> str:
+        import psycopg
+
+        name = f"service_{next(counter)}"
+        with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+
+    try:
+        yield new_database
+    finally:
+        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+                       capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
