@@ -349,10 +349,16 @@ def _summary_rows(run: RunEntry) -> list[tuple[str, str]]:
 
 
 def _log_tail(record: dict[str, Any]) -> list[str]:
+    """The last log lines, terminal controls shown as ``\\xNN`` (a page must not carry ANSI sequences)."""
+    from sharedtask.untrusted import printable
+
     for key, value in record.items():
         if _is_log(key, value):
-            return value.splitlines() if isinstance(value, str) else [str(v) for v in value]
-    return tail_of_files(record.get("logs"))
+            lines = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
+            break
+    else:
+        lines = tail_of_files(record.get("logs"))
+    return [printable(line, None) for line in lines]
 
 
 def _records(section: TaskSection) -> str:

@@ -437,17 +437,20 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
     def index(session: Db) -> HTMLResponse:
         return html(pages.task_list([load_task(t) for t in known_tasks], all_settings(session), utcnow()))
 
-    def login_response(token: str, session: Session) -> HTMLResponse | RedirectResponse:
+    def login_response(token: str, session: Session, next_page: str = "") -> HTMLResponse | RedirectResponse:
         found = team_of(session, token)
         if found is None:
             return html(pages.message_page("sign in", "That token is not valid.", login=True), 401)
-        response = RedirectResponse("/organizer" if found.organizer else "/team", status_code=303)
+        # only a path on this server: "//host" or "https://..." would send the team elsewhere
+        local = next_page.startswith("/") and not next_page.startswith("//") and "\\" not in next_page
+        response = RedirectResponse(next_page if local else "/organizer" if found.organizer else "/team",
+                                    status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         return response
 
     @app.get("/login", include_in_schema=False)
-    def login_link(session: Db, token: str = "") -> Any:
-        return login_response(token, session)
+    def login_link(session: Db, token: str = "", next: str = "") -> Any:  # noqa: A002 - the query's name
+        return login_response(token, session, next)
 
     @app.post("/login", include_in_schema=False)
     async def login_form(request: Request, session: Db) -> Any:
