@@ -51,9 +51,9 @@ def images(docker_client, tmp_path):
         return tag
 
     yield build
-    for tag in made:
+    for tag in made:  # by id: also the server's sharedtask-submissions:<sha256> tag of the same image
         try:
-            docker_client.images.remove(tag, force=True)
+            docker_client.images.remove(docker_client.images.get(tag).id, force=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
 

@@ -264,7 +264,7 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
             image = session.scalar(select(Image).where(Image.archive_sha256 == sha))
             if image is None:
                 await run_in_threadpool(clean_archive, raw, clean)
-                loaded = await run_in_threadpool(load_archive, clean, limit)
+                loaded = await run_in_threadpool(load_archive, clean, limit, sha)
                 image = Image(archive_sha256=sha, docker_id=loaded.docker_id, size=loaded.size)
                 session.add(image)
                 session.flush()

@@ -124,8 +124,13 @@ def clean_archive(source: Path, target: Path) -> None:
                           hint="send the output of `docker save IMAGE`")
 
 
-def load_archive(path: Path, max_size: int) -> LoadedImage:
-    """Load a cleaned archive into Docker; the loaded image must fit ``max_size`` too."""
+#: Loaded submissions are tagged ``sharedtask-submissions:<sha256 of the archive>``: a name of
+#: ours, so ``docker image prune`` (which removes untagged images) keeps them.
+SUBMISSIONS_REPOSITORY = "sharedtask-submissions"
+
+
+def load_archive(path: Path, max_size: int, archive_sha256: str) -> LoadedImage:
+    """Load a cleaned archive into Docker and tag it; the loaded image must fit ``max_size`` too."""
     from sharedtask.dockerclient import docker_client
 
     client = docker_client()
@@ -138,7 +143,17 @@ def load_archive(path: Path, max_size: int) -> LoadedImage:
     if len(images) != 1:
         raise UploadError(400, f"the archive loaded {len(images)} images; submit exactly one")
     image = images[0]
-    return _checked(image, max_size)
+    try:
+        loaded = _checked(image, max_size)
+    except UploadError:
+        # not forced: an image that is tagged or used (the same content on the server already) stays
+        try:
+            client.images.remove(image.id)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    image.tag(SUBMISSIONS_REPOSITORY, tag=archive_sha256[:64])
+    return loaded
 
 
 def _checked(image: Any, max_size: int) -> LoadedImage:
