@@ -217,3 +217,39 @@ def test_server_killed_during_a_run_resumes_without_losing_or_double_scoring(ser
     # the killed server's container was reaped by the next run
     left = docker_client.containers.list(all=True, filters={"ancestor": slow})
     assert left == []
+
+
+def test_demo_serve_submits_every_software_as_a_team_and_publishes(tmp_path, images):
+    """``sharedtask demo --serve``: the newcomer's loop through the service, left running until stopped."""
+    import subprocess
+    import sys
+
+    image = images("demo", perfect_run("demo"))
+    subs = tmp_path / "submissions.yml"
+    subs.write_text(f"version: 1\nsubmissions:\n  team-demo: {{image: '{image}', tasks: [{TASK}]}}\n")
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "sharedtask", "demo", "--task", TASK, "--submissions",
+                                str(subs), "--no-baselines", "--serve", "--port", str(port), "--out",
+                                str(tmp_path / "demo")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               cwd=tmp_path)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        end = time.monotonic() + 300
+        status, board = 0, None
+        while time.monotonic() < end and process.poll() is None:
+            try:
+                status, board = call(f"{url}/api/tasks/{TASK}/leaderboard")
+            except OSError:
+                status = 0
+            if status == 200:
+                break
+            time.sleep(0.5)
+        assert status == 200, process.stdout.read().decode() if process.poll() is not None else status
+        assert board["runs"][0]["rank"] == 1 and board["runs"][0]["run"] == "team-demo/run1"
+        assert board["runs"][0]["scores"][PRIMARY] == pytest.approx(1.0)
+        assert process.poll() is None  # still serving: the organizer's page stays open
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 0, output
+    assert "/login?token=" in output and "next=/organizer" in output
