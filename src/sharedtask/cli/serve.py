@@ -76,8 +76,15 @@ def run(args: argparse.Namespace) -> int:
             token = organizer_token(session) if args.new_organizer_token else create_team(session, args.new_team)[1]
         print(token)
         return 0
+    from sharedtask.manifest import load_manifest
+    from sharedtask.spec import task_ids
+
+    manifest = load_manifest(args.manifest)
     for task_id in args.tasks or ():
         load_task(task_id)  # an unknown id is one line, before the server starts
+    if args.dataset != "sample":  # the hidden dataset must be declared for every task served
+        for task_id in args.tasks or task_ids():
+            manifest.dataset(load_task(task_id), args.dataset)
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.executor import RunSettings, make_executor
 
