@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
+    for task_id in args.tasks or ():
+        load_task(task_id)  # an unknown id is one line, before anything is written
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
@@ -80,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.spec import task_ids
 
     manifest = load_manifest(args.manifest)
-    for task_id in args.tasks or ():
-        load_task(task_id)  # an unknown id is one line, before the server starts
     if args.dataset != "sample":  # the hidden dataset must be declared for every task served
         for task_id in args.tasks or task_ids():
             manifest.dataset(load_task(task_id), args.dataset)

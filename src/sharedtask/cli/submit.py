@@ -72,6 +72,9 @@ def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from sharedtask.service.client import Server, submission_path
 
+    from sharedtask.spec import load_task
+
+    load_task(args.task)  # an unknown id is one line, before a large image is written
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
     server = Server(args.server.rstrip("/"), args.token)
