@@ -52,6 +52,8 @@ def images(docker_client, tmp_path):
 
     yield build
     for tag in made:  # by id: also the server's sharedtask-submissions:<sha256> tag of the same image
+        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
+            container.remove(force=True)  # a run the test left going (a stopped server's)
         try:
             docker_client.images.remove(docker_client.images.get(tag).id, force=True)
         except Exception:  # noqa: BLE001 - already gone
@@ -253,3 +255,23 @@ def test_demo_serve_submits_every_software_as_a_team_and_publishes(tmp_path, ima
         output = process.communicate(timeout=60)[0].decode()
     assert process.returncode == 0, output
     assert "/login?token=" in output and "next=/organizer" in output
+
+
+def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served, images, docker_client):
+    """Ctrl-C/SIGTERM of ``sharedtask serve`` ends it with a run still going; the next start runs it again."""
+    token = served.token("team-a")
+    slow = images("slower", perfect_run(), script="sleep 120")
+    _, sub = submit(served, token, slow)
+    wait_for(served, token, sub["id"], ("running",))
+    served.process.send_signal(signal.SIGTERM)
+    # far less than the container's 120 s: the server did not wait for the run
+    assert served.process.wait(timeout=60) is not None
+    with sqlite3.connect(served.data_dir / "service.db") as db:
+        assert db.execute("select status from submissions where id = ?", (sub["id"],)).fetchone() == ("running",)
+    again = start_server(served.data_dir, served.db, int(served.url.rsplit(":", 1)[1]))
+    served.process = again.process
+    resumed = wait_for(served, token, sub["id"], ("running",))
+    assert resumed["attempts"] == 2 and any("run again after the restart" in n for n in resumed["notes"])
+    # the first attempt's container was reaped when the second one started
+    running = docker_client.containers.list(all=True, filters={"ancestor": slow})
+    assert len(running) <= 1

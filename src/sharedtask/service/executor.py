@@ -11,8 +11,8 @@ none is scored twice. The run itself is the organizer pipeline's own step
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -102,24 +102,36 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
 
 
 class LocalExecutor:
-    """A thread pool in the server process; each thread runs one sandboxed container at a time."""
+    """Daemon threads in the server process; each runs one sandboxed container at a time.
+
+    Daemon threads on purpose: stopping the server (Ctrl-C, SIGTERM) must not wait for a
+    run that may take hours. A run cut off that way is left ``running`` in the database,
+    its container is reaped as an orphan by the next run, and :func:`resume` runs it
+    again at the next start, exactly as after a crash.
+    """
 
     def __init__(self, sessions: sessionmaker[Session], settings: RunSettings, workers: int = 1) -> None:
         self.sessions, self.settings = sessions, settings
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sharedtask-run")
-        self._lock = threading.Lock()
+        self._queue: queue.Queue[int | None] = queue.Queue()
+        self._threads = [threading.Thread(target=self._work, name=f"sharedtask-run-{n}", daemon=True)
+                         for n in range(workers)]
+        for thread in self._threads:
+            thread.start()
 
     def enqueue(self, submission_id: int) -> None:
-        self._pool.submit(self._run, submission_id)
+        self._queue.put(submission_id)
 
-    def _run(self, submission_id: int) -> None:
-        try:
-            run_submission(self.sessions, self.settings, submission_id)
-        except Exception:  # noqa: BLE001 - the pool would swallow it silently
-            log.exception("submission %s", submission_id)
+    def _work(self) -> None:
+        while (submission_id := self._queue.get()) is not None:
+            try:
+                run_submission(self.sessions, self.settings, submission_id)
+            except Exception:  # noqa: BLE001 - one submission's bug must not stop the worker
+                log.exception("submission %s", submission_id)
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Let idle workers end; a worker inside a run is left to the process's exit."""
+        for _ in self._threads:
+            self._queue.put(None)
 
 
 def resume(sessions: sessionmaker[Session], executor: Executor) -> list[int]:
