@@ -343,3 +343,28 @@ def test_port_in_use_is_one_line(tmp_path):
         port = busy.getsockname()[1]
         done = _cli("serve", "--data-dir", str(tmp_path / "d"), "--port", str(port), cwd=tmp_path)
     assert done.returncode == 2 and "cannot listen on 127.0.0.1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(database):
+    from sharedtask.report.model import RunEntry
+    from sharedtask.service.executor import store_validation
+
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        team, _ = create_team(session, "t")
+        image = Image(archive_sha256="1" * 64, docker_id="sha256:x", size=1)
+        session.add(image)
+        session.flush()
+        session.add(Submission(team_id=team.id, task_id=TASK, image_id=image.id, image_name="x", tag="t",
+                               status="queued", attempts=0, notes=[]))
+    attempt = claim(factory, 1)
+    entry = RunEntry(name="t", image="x", command=None, status="success", valid=False, findings=[], scores={},
+                     per_topic={}, record={"status": "success", "validation": {"status": "invalid"}})
+    assert not store_validation(factory, 1, attempt + 1, entry)  # a stale claim stores nothing
+    assert store_validation(factory, 1, attempt, entry)
+    with factory() as session:
+        sub = session.get(Submission, 1)
+        assert (sub.status, sub.run_status, sub.valid, sub.scores) == ("running", "success", False, None)
+        assert sub.record["validation"] == {"status": "invalid"}

@@ -15,7 +15,7 @@ import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -66,6 +66,21 @@ def _finish(sessions: sessionmaker[Session], submission_id: int, attempt: int, *
         return done.rowcount == 1
 
 
+def store_validation(sessions: sessionmaker[Session], submission_id: int, attempt: int, entry: Any) -> bool:
+    """The run record and the validator's verdict as soon as they exist, before scoring.
+
+    Why: the team's page shows findings and the record while the official evaluation
+    still runs. Only for the current claim of a submission that is still running.
+    """
+    with sessions.begin() as session:
+        done = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.attempts == attempt, Submission.status == "running")
+            .values(record=entry.record, run_status=entry.status, valid=entry.valid)
+        )
+        return done.rowcount == 1
+
+
 def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submission_id: int) -> None:
     """Claim, run, validate and score one submission; every outcome ends in the database."""
     from sharedtask.manifest import Software, load_manifest
@@ -85,7 +100,10 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
         task = load_task(task_id)
         dataset = load_manifest(settings.manifest).dataset(task, settings.dataset)
         software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
-        entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None)
+        run_dir = out_dir / task_id / tag
+        entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
+                           on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
+                                                                           validated))
     except SharedTaskError as exc:
         _finish(sessions, submission_id, attempt, status="failed", run_status="error", notes=[*notes, str(exc)])
         return
@@ -97,7 +115,7 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
     _finish(sessions, submission_id, attempt,
             status="done" if entry.status == "success" else "failed",
             run_status=entry.status, valid=entry.valid, record=entry.record,
-            run_dir=str(out_dir / task_id / tag), scores=entry.scores or None,
+            run_dir=str(run_dir), scores=entry.scores or None,
             per_topic=entry.per_topic or None, notes=[*notes, *entry.notes])
 
 
