@@ -368,3 +368,22 @@ def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(data
         sub = session.get(Submission, 1)
         assert (sub.status, sub.run_status, sub.valid, sub.scores) == ("running", "success", False, None)
         assert sub.record["validation"] == {"status": "invalid"}
+
+
+def test_organizer_page_forms_publish_and_set_dates(service):
+    url, _, _, tokens, _ = service
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, _ = call(f"{url}/organizer/tasks/{TASK}/settings", "POST", tokens["org"],
+                     data=b"opens=2030-01-02T03%3A04&closes=&daily_limit=3", headers=form)
+    assert status == 200  # the redirect to /organizer, followed
+    settings = {t["task"]: t for t in call(f"{url}/api/tasks")[1]}[TASK]
+    assert settings["opens"] == "2030-01-02T03:04:00" and settings["daily_limit"] == 3 and settings["closes"] is None
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
+    assert status == 403 and "opens for submissions at 2030-01-02T03:04:00" in body["detail"]
+    assert call(f"{url}/organizer/tasks/{TASK}/settings", "POST", tokens["org"], data=b"daily_limit=x",
+                headers=form)[0] == 422
+    assert call(f"{url}/organizer/tasks/{TASK}/publish", "POST", tokens["a"], data=b"", headers=form)[0] == 403
+    assert call(f"{url}/organizer/tasks/{TASK}/publish", "POST", tokens["org"], data=b"", headers=form)[0] == 200
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard")[0] == 200
+    status, page = call(f"{url}/organizer", token=tokens["org"])
+    assert 'value="2030-01-02T03:04"' in page and ">unpublish<" in page

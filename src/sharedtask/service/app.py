@@ -513,10 +513,20 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
 
     @app.post("/organizer/tasks/{task_id}/{action}", include_in_schema=False)
     async def organizer_task_action(task_id: str, action: str, request: Request, session: Db) -> Any:
-        await organizer_form(request, session)
-        if action not in ("publish", "unpublish"):
+        org, form = await organizer_form(request, session)
+        if action == "settings":
+            def field(name: str) -> str | None:
+                return (form.get(name) or [""])[0].strip() or None
+
+            try:
+                body = SettingsIn(opens=field("opens"), closes=field("closes"), daily_limit=field("daily_limit"))
+            except ValueError as exc:
+                raise HTTPException(422, f"invalid settings: {str(exc).splitlines()[0]}") from None
+            put_settings(task_id, body, org, session)
+        elif action in ("publish", "unpublish"):
+            set_published(task_id, action == "publish", session)
+        else:
             raise HTTPException(404, f"no action {action!r}")
-        set_published(task_id, action == "publish", session)
         return RedirectResponse("/organizer", status_code=303)
 
     @app.post("/organizer/submissions/{submission_id}/{action}", include_in_schema=False)

@@ -50,6 +50,11 @@ def _page(title: str, body: str, *, refresh: bool = False, who: str | None = Non
             f'<header class="page"><h1>{e(title)}</h1>{signed}{nav}</header><main>{body}</main></body></html>\n')
 
 
+def _local(value: dt.datetime | None) -> str:
+    """A UTC time as an ``<input type="datetime-local">`` value."""
+    return value.strftime("%Y-%m-%dT%H:%M") if value else ""
+
+
 def _when(value: dt.datetime | None) -> str:
     return e(value.replace(microsecond=0).isoformat(sep=" ")) if value else "—"
 
@@ -117,9 +122,16 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
                          f"<td>{e(s.daily_limit) if s and s.daily_limit else '—'}</td>"
                          f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/{action}">'
                          f"<button>{action}</button></form></td>"
+                         f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/settings">'
+                         f'opens <input type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
+                         f'closes <input type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
+                         f'per day <input type="number" min="1" name="daily_limit" style="width:5em" '
+                         f'value="{e(s.daily_limit) if s and s.daily_limit else ""}"> <button>save (UTC)</button>'
+                         "</form></td>"
                          f'<td><a href="/api/tasks/{e(task.id)}/archive">runs + records (.tar.gz)</a></td></tr>')
     tasks_html = ("<h3>tasks</h3><table><thead><tr><th>task</th><th>leaderboard</th><th>daily limit</th>"
-                  f"<th></th><th>download</th></tr></thead><tbody>{''.join(task_rows)}</tbody></table>")
+                  "<th></th><th>submissions open (UTC)</th><th>download</th></tr></thead>"
+                  f"<tbody>{''.join(task_rows)}</tbody></table>")
     teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
                   + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
                   "required><button>create team</button></form>")
