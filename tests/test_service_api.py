@@ -281,7 +281,8 @@ def test_pages_need_a_token_and_the_login_link_sets_it(service):
     assert call(f"{url}/login?token=wrong")[0] == 401
 
 
-def test_claim_is_atomic_and_resume_requeues_interrupted_runs(database):
+def _queued(database: str, count: int):
+    """A migrated database with one team and ``count`` queued submissions (ids 1..count)."""
     engine = make_engine(database)
     migrate(engine)
     factory = sessions(engine)
@@ -290,9 +291,14 @@ def test_claim_is_atomic_and_resume_requeues_interrupted_runs(database):
         image = Image(archive_sha256="0" * 64, docker_id="sha256:x", size=1)
         session.add(image)
         session.flush()
-        for _ in range(2):
+        for _ in range(count):
             session.add(Submission(team_id=team.id, task_id=TASK, image_id=image.id, image_name="x", tag="t",
                                    status="queued", attempts=0, notes=[]))
+    return factory
+
+
+def test_claim_is_atomic_and_resume_requeues_interrupted_runs(database):
+    factory = _queued(database, 2)
     assert claim(factory, 1) == 1
     assert claim(factory, 1) is None  # queued twice, claimed once
     executor = RecordingExecutor()
@@ -349,16 +355,7 @@ def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(data
     from sharedtask.report.model import RunEntry
     from sharedtask.service.executor import store_validation
 
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        team, _ = create_team(session, "t")
-        image = Image(archive_sha256="1" * 64, docker_id="sha256:x", size=1)
-        session.add(image)
-        session.flush()
-        session.add(Submission(team_id=team.id, task_id=TASK, image_id=image.id, image_name="x", tag="t",
-                               status="queued", attempts=0, notes=[]))
+    factory = _queued(database, 1)
     attempt = claim(factory, 1)
     entry = RunEntry(name="t", image="x", command=None, status="success", valid=False, findings=[], scores={},
                      per_topic={}, record={"status": "success", "validation": {"status": "invalid"}})
