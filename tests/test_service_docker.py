@@ -275,3 +275,30 @@ def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served,
     # the first attempt's container was reaped when the second one started
     running = docker_client.containers.list(all=True, filters={"ancestor": slow})
     assert len(running) <= 1
+
+
+def test_a_loaded_image_over_the_limit_is_413_and_a_docker_refusal_is_400(images, docker_client, tmp_path):
+    """The second size check (the loaded image) and docker's own refusal, on a real archive."""
+    from sharedtask.service.uploads import UploadError, clean_archive, load_archive
+
+    image = images("loaded", perfect_run())
+    raw, clean = tmp_path / "raw.tar", tmp_path / "clean.tar"
+    raw.write_bytes(b"".join(docker_client.api.get_image(image)))
+    clean_archive(raw, clean)
+    size = docker_client.images.get(image).attrs["Size"]
+    with pytest.raises(UploadError) as refused:
+        load_archive(clean, size - 1, "0" * 64)
+    assert refused.value.status == 413 and f"the image is {size} bytes" in str(refused.value)
+    loaded = load_archive(clean, size, "1" * 64)
+    assert loaded.docker_id == docker_client.images.get(image).id and loaded.size == size
+    assert f"sharedtask-submissions:{'1' * 64}" in docker_client.images.get(image).tags
+    # the image's config left out: docker refuses the archive, the service says so in one line
+    broken = tmp_path / "broken.tar"
+    with tarfile.open(clean) as tin, tarfile.open(broken, "w") as tout:
+        config = json.load(tin.extractfile("manifest.json"))[0]["Config"]
+        for member in tin:
+            if member.name != config:
+                tout.addfile(member, tin.extractfile(member) if member.isfile() else None)
+    with pytest.raises(UploadError) as bad:
+        load_archive(broken, size, "2" * 64)
+    assert bad.value.status == 400 and "docker could not load the image archive" in str(bad.value)

@@ -146,10 +146,14 @@ def load_archive(path: Path, max_size: int, archive_sha256: str) -> LoadedImage:
     try:
         loaded = _checked(image, max_size)
     except UploadError:
-        # not forced: an image that is tagged or used (the same content on the server already) stays
+        # Removed only when nothing names it: the same content may be on the server already
+        # under another name (an organizer's image), and `docker rmi ID` would delete a
+        # singly-tagged image. Not forced, so an image a container uses stays too.
         try:
-            client.images.remove(image.id)
-        except Exception:  # noqa: BLE001
+            image.reload()
+            if not image.tags:
+                client.images.remove(image.id)
+        except Exception:  # noqa: BLE001 - best effort: an untagged leftover is harmless
             pass
         raise
     image.tag(SUBMISSIONS_REPOSITORY, tag=archive_sha256[:64])
