@@ -275,6 +275,7 @@ def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served,
     # the first attempt's container was reaped when the second one started
     running = docker_client.containers.list(all=True, filters={"ancestor": slow})
     assert len(running) <= 1
+    stop(served)  # before the image fixture cleans up: no worker may start the run again meanwhile
 
 
 def test_a_loaded_image_over_the_limit_is_413_and_a_docker_refusal_is_400(images, docker_client, tmp_path):
