@@ -384,3 +384,18 @@ def test_organizer_page_forms_publish_and_set_dates(service):
     assert call(f"{url}/api/tasks/{TASK}/leaderboard")[0] == 200
     status, page = call(f"{url}/organizer", token=tokens["org"])
     assert 'value="2030-01-02T03:04"' in page and ">unpublish<" in page
+
+
+def test_redact_drops_logs_and_finding_details():
+    from sharedtask.service.pages import HIDDEN_DETAIL, redact
+
+    record = {"status": "success", "logs": {"stdout": "/x/stdout.log"},
+              "validation": {"status": "invalid", "reason": "r", "report": {"valid": False, "findings": [
+                  {"severity": "error", "code": "RUN-DOC-ID", "message": "docno 'secret'", "line": 3}]}}}
+    assert redact(record, logs=True, details=True) == record
+    public = redact(record, logs=False, details=True)
+    assert "logs" not in public and public["validation"] == record["validation"]
+    blind = redact(record, logs=False, details=False)
+    assert blind["validation"]["report"]["findings"] == [{"severity": "error", "code": "RUN-DOC-ID",
+                                                          "message": HIDDEN_DETAIL}]
+    assert "reason" not in blind["validation"] and record["logs"] == {"stdout": "/x/stdout.log"}  # not changed

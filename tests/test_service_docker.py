@@ -303,3 +303,32 @@ def test_a_loaded_image_over_the_limit_is_413_and_a_docker_refusal_is_400(images
     with pytest.raises(UploadError) as bad:
         load_archive(broken, size, "2" * 64)
     assert bad.value.status == 400 and "docker could not load the image archive" in str(bad.value)
+
+
+def test_blind_mode_keeps_logs_and_finding_details_from_teams(tmp_path, images):
+    """``serve --blind``: what a container printed or what the findings quote never reaches a team or the public."""
+    data_dir = tmp_path / "blind"
+    data_dir.mkdir()
+    server = start_server(data_dir, f"sqlite:///{data_dir / 's.db'}", free_port(), "--blind")
+    try:
+        org, team = server.token(), server.token("team-a")
+        lines = perfect_run().splitlines()
+        lines[0] = lines[0].split()[0] + " Q0 SECRET-DOC-ID 0 9 x"  # a finding would quote it
+        image = images("blind", "\n".join(lines) + "\n", script="echo SECRET-IN-THE-LOG >&2")
+        code, sub = submit(server, team, image, "--wait")
+        assert sub["status"] == "done" and sub["valid"] is False and code == 1
+        assert "logs" not in sub["record"] and "SECRET" not in json.dumps(sub)
+        findings = sub["validation"]["report"]["findings"]
+        assert findings and all(f["message"].startswith("details are shown to the organizer only") for f in findings)
+        assert "RUN-DOC-ID" in {f["code"] for f in findings}  # the codes stay: the team knows what to fix
+        status, page = call(f"{server.url}/submissions/{sub['id']}", token=team)
+        assert status == 200 and "SECRET" not in page
+        status, full = call(f"{server.url}/api/submissions/{sub['id']}", token=org)
+        assert "logs" in full["record"] and "SECRET-DOC-ID" in json.dumps(full["validation"])
+        status, page = call(f"{server.url}/submissions/{sub['id']}", token=org)
+        assert "SECRET-IN-THE-LOG" in page and "SECRET-DOC-ID" in page
+        call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)
+        status, board = call(f"{server.url}/tasks/{TASK}/leaderboard")
+        assert status == 200 and "team-a/run1" in board and "SECRET" not in board
+    finally:
+        stop(server)

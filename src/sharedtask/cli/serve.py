@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="submissions per team and task per UTC day (default: no limit; per task: the API)")
     parser.add_argument("--allow-local-images", action="store_true",
                         help="let a submission name an image that is already on this server (demo, baselines)")
+    parser.add_argument("--blind", action="store_true",
+                        help="teams see status, validity and scores but no logs and no finding details, which "
+                             "could quote hidden test data (the organizer sees everything)")
     once = parser.add_mutually_exclusive_group()
     once.add_argument("--new-organizer-token", action="store_true", help="print a new organizer token and exit")
     once.add_argument("--new-team", metavar="NAME", help="create a team, print its token and exit")
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     executor = make_executor(args.broker, factory, settings, args.workers)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
+                           blind=args.blind,
                            task_ids=list(args.tasks or ()))
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)

@@ -29,6 +29,8 @@ class ServiceConfig:
     max_upload: int = 10 * 1024**3
     daily_limit: int | None = None
     allow_local_images: bool = False
+    #: teams see status, validity and scores, but no logs and no finding details (hidden test data)
+    blind: bool = False
     task_ids: list[str] = field(default_factory=list)
 
 

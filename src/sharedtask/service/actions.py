@@ -20,14 +20,16 @@ from sharedtask.service.tokens import TEAM_NAME
 TAG = TEAM_NAME
 
 
-def submission_json(sub: Submission, team: str) -> dict[str, Any]:
+def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[str, Any]:
+    """The API's view of a submission; ``blind``: a team's view under ``serve --blind`` (see pages.redact)."""
+    record = pages.redact(sub.record, logs=not blind, details=not blind) if blind else sub.record
     return {
         "id": sub.id, "team": team, "task": sub.task_id, "tag": sub.tag, "image": sub.image_name,
         "command": sub.command, "status": sub.status, "attempts": sub.attempts, "run_status": sub.run_status,
         "valid": sub.valid, "scores": sub.scores, "notes": sub.notes or [], "hidden": sub.hidden_reason,
         "created": sub.created.isoformat() if sub.created else None,
         "finished": sub.finished.isoformat() if sub.finished else None,
-        "validation": (sub.record or {}).get("validation"), "record": sub.record,
+        "validation": (record or {}).get("validation"), "record": record,
     }
 
 
@@ -75,6 +77,10 @@ def queue(service: ServiceState, session: Session, who: Team, task_id: str, imag
     return sub
 
 
+def blind_for(service: ServiceState, who: Team) -> bool:
+    return service.config.blind and not who.organizer
+
+
 def rerun(service: ServiceState, session: Session, sub: Submission) -> dict[str, Any]:
     if sub.status in pages.PENDING:
         raise HTTPException(409, f"submission {sub.id} is {sub.status} already")
@@ -106,10 +112,12 @@ def set_published(service: ServiceState, session: Session, task_id: str, value: 
     return task_json(service, task_id, s)
 
 
-def board_entries(session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
-    """Report rows of a task's finished submissions; hidden ones only in the organizer's view."""
+def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
+    """Report rows of a task's finished submissions; hidden runs and the logs only in the organizer's view."""
     names = team_names(session)
     subs = session.scalars(select(Submission).where(Submission.task_id == task_id,
                                                      Submission.status.in_(("done", "failed")))
                            .order_by(Submission.id))
-    return [pages.entry_of(s, names[s.team_id]) for s in subs if organizer_view or not s.hidden_reason]
+    details = organizer_view or not service.config.blind
+    return [pages.entry_of(s, names[s.team_id], logs=organizer_view, details=details)
+            for s in subs if organizer_view or not s.hidden_reason]

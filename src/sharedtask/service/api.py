@@ -106,7 +106,8 @@ async def submit(task_id: str, request: Request, who: Member, session: Db, servi
             session.add(image)
             session.flush()
         sub = actions.queue(service, session, who, task_id, image, named.command or command, run_tag)
-        return JSONResponse(actions.submission_json(sub, who.name), status_code=201)
+        return JSONResponse(actions.submission_json(sub, who.name, blind=actions.blind_for(service, who)),
+                            status_code=201)
     run_tag = actions.tag_of(tag, session, who)
     raw, sha = await _spool_upload(request, service, limit)
     clean = raw.with_suffix(".clean.tar")
@@ -122,24 +123,27 @@ async def submit(task_id: str, request: Request, who: Member, session: Db, servi
         raw.unlink(missing_ok=True)
         clean.unlink(missing_ok=True)
     sub = actions.queue(service, session, who, task_id, image, command, run_tag)
-    return JSONResponse({**actions.submission_json(sub, who.name), "archive_sha256": sha}, status_code=201)
+    blind = actions.blind_for(service, who)
+    return JSONResponse({**actions.submission_json(sub, who.name, blind=blind), "archive_sha256": sha},
+                        status_code=201)
 
 
 @router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)")
-def list_submissions(who: Member, session: Db, task: str | None = None) -> list[dict[str, Any]]:
+def list_submissions(who: Member, session: Db, service: State, task: str | None = None) -> list[dict[str, Any]]:
     query = select(Submission).order_by(Submission.id)
     if not who.organizer:
         query = query.where(Submission.team_id == who.id)
     if task:
         query = query.where(Submission.task_id == task)
     names = team_names(session)
-    return [actions.submission_json(s, names[s.team_id]) for s in session.scalars(query)]
+    blind = actions.blind_for(service, who)
+    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.scalars(query)]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
-def get_submission(submission_id: int, who: Member, session: Db) -> dict[str, Any]:
+def get_submission(submission_id: int, who: Member, session: Db, service: State) -> dict[str, Any]:
     sub = visible(session, who, submission_id)
-    return actions.submission_json(sub, team_names(session)[sub.team_id])
+    return actions.submission_json(sub, team_names(session)[sub.team_id], blind=actions.blind_for(service, who))
 
 
 @router.post("/submissions/{submission_id}/rerun", tags=["organizer"], summary="Run a submission again")
@@ -204,7 +208,7 @@ def leaderboard_json(task_id: str, request: Request, session: Db, service: State
 
     task = task_of(service, task_id)
     organizer_view = may_see_board(request, session, task_id)
-    entries = actions.board_entries(session, task_id, organizer_view=organizer_view)
+    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
             for rank, entry in leaderboard(TaskSection(task, entries))]
     return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}

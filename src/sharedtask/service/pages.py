@@ -25,9 +25,34 @@ def run_name(team: str, sub: Submission) -> str:
     return f"{team}/{sub.tag}"
 
 
-def entry_of(sub: Submission, team: str) -> RunEntry:
-    """A report row from what the database holds about a submission so far."""
-    record = dict(sub.record or {})
+HIDDEN_DETAIL = "details are shown to the organizer only (blind mode)"
+
+
+def redact(record: dict[str, Any] | None, *, logs: bool, details: bool) -> dict[str, Any]:
+    """A run record without what this viewer may not see.
+
+    ``logs=False``: no log files (a team's logs are its own and the organizer's, never
+    the public's). ``details=False`` (``serve --blind``): findings keep their code and
+    severity but lose the message and location, which quote the run file and so, on
+    hidden test data, the data itself.
+    """
+    out = dict(record or {})
+    if not logs:
+        out.pop("logs", None)
+    validation = out.get("validation")
+    if not details and isinstance(validation, dict):
+        report = dict(validation.get("report") or {})
+        report["findings"] = [{"severity": f.get("severity"), "code": f.get("code"), "message": HIDDEN_DETAIL}
+                              for f in report.get("findings") or [] if isinstance(f, dict)]
+        validation = {**validation, "report": report}
+        validation.pop("reason", None)
+        out["validation"] = validation
+    return out
+
+
+def entry_of(sub: Submission, team: str, *, logs: bool = True, details: bool = True) -> RunEntry:
+    """A report row from what the database holds about a submission so far, as this viewer may see it."""
+    record = redact(sub.record, logs=logs, details=details)
     status = sub.run_status or ("error" if sub.status == "failed" else sub.status)
     return RunEntry(name=run_name(team, sub), image=sub.image_name, command=sub.command, status=status,
                     valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),

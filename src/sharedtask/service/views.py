@@ -86,14 +86,15 @@ def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(submission_id: int, request: Request, session: Db) -> HTMLResponse:
+def submission_page(submission_id: int, request: Request, session: Db, service: State) -> HTMLResponse:
     from sharedtask.spec import load_task
 
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
     sub = visible(session, who, submission_id)
-    entry = pages.entry_of(sub, team_names(session)[sub.team_id])
+    shown = not actions.blind_for(service, who)
+    entry = pages.entry_of(sub, team_names(session)[sub.team_id], logs=shown, details=shown)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
@@ -107,7 +108,7 @@ def leaderboard_page(task_id: str, request: Request, session: Db, service: State
         organizer_view = may_see_board(request, session, task_id)
     except HTTPException as exc:
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
-    entries = actions.board_entries(session, task_id, organizer_view=organizer_view)
+    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
     title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
     return html(pages.report_page(task, entries, title))
 
