@@ -44,14 +44,23 @@ fi
 say "checking Docker (daemon, base image)"
 if [ "$(id -u)" = 0 ]; then bash docker/setup.sh; else sudo bash docker/setup.sh; fi
 
-# 3. A real browser for the HTML report tests (Debian's chromium), test mode only --
-if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing Debian's chromium (headless browser for the report tests)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
-            || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
-    else
-        say "chromium is missing: the report's browser tests will be skipped (install it: apt-get install chromium)"
+# 3. Test tools from Debian, test mode only: chromium (headless browser for the report and
+#    service pages), busybox-static (the tiny FROM-scratch images the service tests upload),
+#    postgresql (the service's database tests start their own server on a loopback port) --
+if [ "$MODE" = test ]; then
+    MISSING=""
+    command -v chromium >/dev/null 2>&1 || MISSING="$MISSING chromium"
+    dpkg -s busybox-static >/dev/null 2>&1 || MISSING="$MISSING busybox-static"
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || MISSING="$MISSING postgresql"
+    if [ -n "$MISSING" ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            say "installing from Debian for the tests:$MISSING"
+            # shellcheck disable=SC2086
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $MISSING >/dev/null \
+                || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $MISSING >/dev/null; }
+        else
+            say "missing for the tests:$MISSING (their tests will be skipped; install them with apt-get)"
+        fi
     fi
 fi
 

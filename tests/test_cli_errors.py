@@ -150,6 +150,8 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("new-submission",): ["new-submission", "--task", "TASK_ID", "new-folder"],
     ("compare",): ["compare", "SAMPLE/run.txt", "SAMPLE/run.txt", "--task", "TASK_ID"],
     ("reproduce",): ["reproduce", "--all", "--task", "TASK_ID"],
+    ("serve",): ["serve", "--task", "TASK_ID", "--data-dir", "new-folder"],
+    ("submit",): ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", "TASK_ID", "--image", "x"],
 }
 
 

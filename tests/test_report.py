@@ -108,6 +108,15 @@ def test_untrusted_strings_are_escaped_and_page_is_offline() -> None:
     assert "url(" not in page and "@import" not in page
 
 
+def test_log_tails_show_terminal_controls_escaped() -> None:
+    """A log may carry ANSI sequences (clear screen, colours, a title): the page shows them as text."""
+    section = TaskSection(load_task("touche-2021-task1"),
+                          [_run("ansi", status="failed", valid=None, log_tail="\x1b[2J\x1b]0;title\x07red \x1b[31mx\r")])
+    page = render_html([section], generated=WHEN)
+    assert "\x1b" not in page and "\x07" not in page and "\r" not in page.split("<pre", 1)[1]
+    assert "\\x1b[2J\\x1b]0;title\\x07red \\x1b[31mx\\x0d" in page
+
+
 class LinkCollector(HTMLParser):
     def __init__(self) -> None:
         super().__init__()

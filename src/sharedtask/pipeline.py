@@ -110,8 +110,13 @@ class _Observer:
         pass
 
 
-def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None) -> tuple[RunEntry, Any]:
-    """One software on one dataset: sandbox, validation, evaluation. Never raises for the run's own faults."""
+def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None,
+            on_validated: Callable[[RunEntry], None] | None = None) -> tuple[RunEntry, Any]:
+    """One software on one dataset: sandbox, validation, evaluation. Never raises for the run's own faults.
+
+    ``on_validated`` sees the entry once the sandbox and the validator are done, before
+    the evaluation (the submission service shows findings while scoring goes on).
+    """
     from sharedtask.evaluate import evaluate
     from sharedtask.sandbox import run as sandbox_run
 
@@ -135,6 +140,8 @@ def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say,
     entry.record = outcome.record
     entry.findings = findings_from_validation(outcome.validation)
     entry.valid = validity(outcome.validation)
+    if on_validated is not None:
+        on_validated(entry)
     if not outcome.result.ok or entry.valid is False or dataset.truth_dir is None:
         return entry, None
     run_file = Path(outcome.validation["run_file"])

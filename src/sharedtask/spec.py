@@ -146,6 +146,8 @@ class SandboxLimits:
     max_output_entries: int = 100_000
     disk: str = "10g"
     runtime: str = "runc"
+    #: the largest image the submission service accepts for the task (archive and loaded size)
+    max_image: str = "10g"
 
 
 @dataclass(frozen=True)

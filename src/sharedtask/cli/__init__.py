@@ -40,6 +40,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "reproduce",
     "baseline",
     "demo",
+    "serve",
+    "submit",
     "new_submission",
     "docker_doctor",
 )

@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--report", type=Path, metavar="FILE", help="HTML report path (default: OUT/report.html)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild images even when up to date")
     parser.add_argument("--json", action="store_true", help="print the leaderboards as JSON at the end")
+    parser.add_argument("--serve", action="store_true",
+                        help="instead: start the submission service on loopback, submit every baseline (and "
+                             "submission) as a team, publish the leaderboards and keep serving until Ctrl-C "
+                             "(the organizer's sign-in link is printed)")
+    parser.add_argument("--port", type=int, default=8000, help="port of the service with --serve (default: 8000)")
     parser.set_defaults(func=_run)
 
 
@@ -93,6 +98,8 @@ def _run(args: argparse.Namespace) -> int:
         for image, error in build_errors.items():
             if error:
                 progress.console.print(f"[bold red]build failed[/] {markup_safe(image)}: {markup_safe(error, 2000, keep_newlines=True)}")
+        if args.serve:
+            return _serve(tasks, manifest, out, args, progress, say)
         runs = progress.add_task("sandboxed runs", total=total)
         for task in tasks:
             outcome = run_task(task, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
@@ -110,6 +117,21 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"[bold red]{len(failed)} run(s) failed or were invalid[/]: "
                       + markup_safe(", ".join(f"{t}/{n} ({s})" for t, n, s in failed), None))
         return 1
+    return 0
+
+
+def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress: Progress, say) -> int:
+    """``--serve``: the loop through the submission service (sharedtask.service.demo)."""
+    from sharedtask.service.demo import serve_demo
+
+    def shout(message: str) -> None:
+        if message.startswith(("organizer page", "service on")):
+            progress.console.print(f"[bold]{markup_safe(message, None)}[/]", soft_wrap=True)
+        say(message)
+
+    result = serve_demo(tasks, manifest, out, args.port, shout, dataset=args.dataset)
+    if args.json:
+        print(json.dumps(result, indent=2))
     return 0
 
 

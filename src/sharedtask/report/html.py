@@ -25,6 +25,7 @@ from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
 from sharedtask.report.pairs import pairs_table
 from sharedtask.report.reproduction import reproduction_part
+from sharedtask.untrusted import printable
 
 MAX_EXAMPLES = 3  # example locations shown per finding code
 LOG_TAIL_LINES = 40  # per stream, when the tail is read from the sandbox's log files
@@ -246,8 +247,9 @@ def _value(key: str, value: Any) -> str:
     if isinstance(value, dict):
         return _kv(value)
     if isinstance(value, list) and all(isinstance(v, str) for v in value) and "tail" in lowered:
-        return f'<pre class="log">{e(chr(10).join(value))}</pre>'
+        return f'<pre class="log">{e(printable(chr(10).join(value), None, keep_newlines=True))}</pre>'
     if isinstance(value, str):
+        value = printable(value, None, keep_newlines=True)  # a record quotes the container: no terminal controls
         if "\n" in value or "tail" in lowered:
             return f'<pre class="log">{e(value)}</pre>'
         return f'<span class="mono">{e(value)}</span>'
@@ -349,10 +351,14 @@ def _summary_rows(run: RunEntry) -> list[tuple[str, str]]:
 
 
 def _log_tail(record: dict[str, Any]) -> list[str]:
+    """The last log lines, terminal controls shown as ``\\xNN`` (a page must not carry ANSI sequences)."""
     for key, value in record.items():
         if _is_log(key, value):
-            return value.splitlines() if isinstance(value, str) else [str(v) for v in value]
-    return tail_of_files(record.get("logs"))
+            lines = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
+            break
+    else:
+        lines = tail_of_files(record.get("logs"))
+    return [printable(line, None) for line in lines]
 
 
 def _records(section: TaskSection) -> str:

@@ -1,0 +1,142 @@
+"""The submission service under load: 50 concurrent clients on loopback for 60 s.
+
+    .venv/bin/python benchmarks/service.py [--clients 50] [--seconds 60] [--submit-every 10]
+
+Starts ``sharedtask serve`` (SQLite file, one local sandbox worker) in its own process,
+publishes the Touché 2021 leaderboard after one real run, then lets every client
+(a thread with its own keep-alive connection) loop: GET the public leaderboard,
+GET its team's submissions, and every ``--submit-every``-th request POST a small
+real image (``docker save`` of a FROM-scratch busybox image, 2 MB; five distinct
+images, so the first upload of each is loaded into Docker and the rest are found
+by digest). Prints requests/s and p50/p95/max latency per kind, and the errors
+(target: none). The queued runs go on after the benchmark; the server is then stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from service_helpers import (TASK, build_tiny_image, call, free_port, perfect_run,  # noqa: E402
+                             start_server, stop)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def client(port: int, token: str, archives: list[tuple[bytes, str]], deadline: float, every: int,
+           out: dict[str, list[float]], errors: list[str], lock: threading.Lock, seed: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    auth = {"Authorization": f"Bearer {token}"}
+    n = seed
+    mine: dict[str, list[float]] = {"leaderboard": [], "submissions": [], "submit": []}
+    while time.monotonic() < deadline:
+        n += 1
+        if n % every == 0:
+            body, sha = archives[n % len(archives)]
+            kind, method, path = "submit", "POST", f"/api/tasks/{TASK}/submissions?tag=b{n}"
+            headers = {**auth, "Content-Type": "application/x-tar", "X-Image-Sha256": sha}
+        elif n % 2:
+            kind, method, path, body, headers = "leaderboard", "GET", f"/api/tasks/{TASK}/leaderboard", None, {}
+        else:
+            kind, method, path, body, headers = "submissions", "GET", "/api/submissions", None, auth
+        start = time.perf_counter()
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            ok = response.status in (200, 201)
+            if not ok:
+                errors.append(f"{kind}: HTTP {response.status}")
+        except (OSError, http.client.HTTPException) as exc:
+            errors.append(f"{kind}: {exc.__class__.__name__}")
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            continue
+        mine[kind].append(time.perf_counter() - start)
+    with lock:
+        for kind, values in mine.items():
+            out[kind].extend(values)
+
+
+def main() -> int:  # noqa: C901 - one linear script
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--submit-every", type=int, default=10)
+    args = parser.parse_args()
+
+    import docker
+
+    docker_client = docker.from_env(timeout=300)
+    work = Path(tempfile.mkdtemp(prefix="sharedtask-bench-service-"))
+    tags = [build_tiny_image(docker_client, f"sharedtask-bench/service-{i}:1", perfect_run(f"bench{i}"), work)
+            for i in range(5)]
+    archives = []
+    for tag in tags:
+        data = b"".join(docker_client.api.get_image(tag))
+        archives.append((data, hashlib.sha256(data).hexdigest()))
+    data_dir = work / "service"
+    data_dir.mkdir()
+    port = free_port()
+    server = start_server(data_dir, f"sqlite:///{data_dir / 'service.db'}", port)
+    try:
+        org = server.token()
+        tokens = [call(f"{server.url}/api/teams", "POST", org, {"name": f"team-{i}"})[1]["token"]
+                  for i in range(args.clients)]
+        first = server.cli("submit", "--server", server.url, "--token", tokens[0], "--task", TASK, "--image",
+                           tags[0], "--wait", "--json")
+        assert json.loads(first.stdout)["status"] == "done", first.stdout
+        assert call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)[0] == 200
+        load_before = os.getloadavg()[0]
+        out: dict[str, list[float]] = {"leaderboard": [], "submissions": [], "submit": []}
+        errors: list[str] = []
+        lock = threading.Lock()
+        deadline = time.monotonic() + args.seconds
+        threads = [threading.Thread(target=client, args=(port, tokens[i], archives, deadline, args.submit_every,
+                                                         out, errors, lock, i)) for i in range(args.clients)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - started
+        total = sum(len(v) for v in out.values())
+        print(f"{args.clients} clients, {elapsed:.1f} s, load average before {load_before:.2f}, "
+              f"after {os.getloadavg()[0]:.2f} (2 shared cores; the sandbox worker runs the queued images meanwhile)")
+        print(f"{'kind':<12} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+        for kind, values in [*out.items(), ("all", [v for vs in out.values() for v in vs])]:
+            if values:
+                print(f"{kind:<12} {len(values):>9} {len(values) / elapsed:>8.1f} "
+                      f"{1000 * statistics.median(values):>8.1f} {1000 * percentile(values, 0.95):>8.1f} "
+                      f"{1000 * max(values):>8.1f}")
+        print(f"total {total} requests, {total / elapsed:.1f} req/s, errors: {len(errors)}"
+              + (f" (first: {errors[:3]})" if errors else ""))
+        return 1 if errors else 0
+    finally:
+        stop(server)
+        for tag in tags:
+            try:
+                docker_client.images.remove(docker_client.images.get(tag).id, force=True)
+            except docker.errors.DockerException:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

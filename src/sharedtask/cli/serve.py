@@ -1,0 +1,124 @@
+"""``sharedtask serve``: the submission service (HTTP API + pages) over a database.
+
+Also the organizer's own command line on the server: ``--new-organizer-token`` and
+``--new-team NAME`` print a token and exit without starting the server.
+Exit code 2 for a bad database URL, a port in use, an unknown task or ``--broker``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from rich.console import Console
+
+from sharedtask.errors import SharedTaskError
+
+console = Console(highlight=False)
+DEFAULT_DIR = Path("sharedtask-service")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run the submission service: teams submit images, organizers publish leaderboards",
+        description=(
+            "Serve the submission service on HOST:PORT: teams submit images (sharedtask submit), the server "
+            "runs each one sandboxed on the task's hidden dataset, validates and scores it, and shows it on the "
+            "team's page; the organizer publishes leaderboards. The API is described at /openapi.json."
+        ),
+    )
+    parser.add_argument("--db", metavar="URL",
+                        help="database URL: sqlite:///FILE (default: DATA_DIR/service.db) or "
+                             "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DIR, metavar="DIR",
+                        help=f"where uploads and runs are kept (default: {DEFAULT_DIR})")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument("--broker", metavar="URL", help="run submissions on compute workers (not available yet)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="sandboxed runs at the same time in the local pool (default: 1)")
+    parser.add_argument("--task", action="append", metavar="ID", dest="tasks",
+                        help="accept submissions for this task (repeatable; default: every task)")
+    parser.add_argument("--dataset", default="sample", metavar="NAME",
+                        help="the dataset of tira.yml to run submissions on (default: sample)")
+    parser.add_argument("--manifest", type=Path, metavar="FILE", help="tira.yml that declares the datasets")
+    parser.add_argument("--max-upload", default="10g", metavar="SIZE",
+                        help="largest image archive accepted, e.g. 2g (default: 10g; a task's max_image may be lower)")
+    parser.add_argument("--daily-limit", type=int, metavar="N",
+                        help="submissions per team and task per UTC day (default: no limit; per task: the API)")
+    parser.add_argument("--allow-local-images", action="store_true",
+                        help="let a submission name an image that is already on this server (demo, baselines)")
+    parser.add_argument("--blind", action="store_true",
+                        help="teams see status, validity and scores but no logs and no finding details, which "
+                             "could quote hidden test data (the organizer sees everything)")
+    once = parser.add_mutually_exclusive_group()
+    once.add_argument("--new-organizer-token", action="store_true", help="print a new organizer token and exit")
+    once.add_argument("--new-team", metavar="NAME", help="create a team, print its token and exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+    from sharedtask.service.tokens import create_team, organizer_token
+    from sharedtask.spec import load_task
+    from sharedtask.units import parse_size
+
+    if args.workers < 1:
+        raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
+    if not 0 < args.port < 65536:
+        raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
+    for task_id in args.tasks or ():
+        load_task(task_id)  # an unknown id is one line, before anything is written
+    data_dir: Path = args.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
+    migrate(engine)
+    factory = sessions(engine)
+    if args.new_organizer_token or args.new_team:
+        with factory.begin() as session:
+            token = organizer_token(session) if args.new_organizer_token else create_team(session, args.new_team)[1]
+        print(token)
+        return 0
+    from sharedtask.manifest import load_manifest
+    from sharedtask.spec import task_ids
+
+    manifest = load_manifest(args.manifest)
+    if args.dataset != "sample":  # the hidden dataset must be declared for every task served
+        for task_id in args.tasks or task_ids():
+            manifest.dataset(load_task(task_id), args.dataset)
+    from sharedtask.service.app import ServiceConfig, create_app
+    from sharedtask.service.executor import RunSettings, make_executor
+
+    settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
+    executor = make_executor(args.broker, factory, settings, args.workers)
+    config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
+                           daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
+                           blind=args.blind,
+                           task_ids=list(args.tasks or ()))
+    app = create_app(factory, executor, config)
+    return _serve(app, args.host, args.port)
+
+
+def _serve(app: object, host: str, port: int) -> int:
+    import socket
+
+    import uvicorn
+
+    # Bind first: a port in use is the user's mistake (one line), not uvicorn's traceback.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SharedTaskError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                              hint="choose another --port or stop what uses it") from None
+    logging.getLogger("sharedtask.service").setLevel(logging.INFO)
+    console.print(f"sharedtask service on [bold]http://{host}:{sock.getsockname()[1]}/[/] "
+                  "(pages: /, /team, /organizer; API: /openapi.json); Ctrl-C stops it")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,118 @@
+"""``sharedtask submit``: send an image to a submission service and (optionally) wait for its scores.
+
+The image is written with ``docker save`` to a temporary file (progress, sha256),
+then uploaded with its size and sha256, which the server checks. ``--registry``
+sends only the name, for an image the server pulls. Exit code: 0 submitted (with
+``--wait``: done and not invalid), 1 the run failed or is invalid, 2 the submission
+was refused or the server could not be reached (one line with the server's reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.untrusted import markup_safe
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "submit",
+        help="submit an image to a sharedtask service",
+        description="Submit IMAGE for TASK to the service at SERVER with your team's token; the server runs it "
+                    "sandboxed on the hidden data and shows findings, record and scores on your team page.",
+    )
+    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
+    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
+                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+    parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. touche-2021-task1")
+    parser.add_argument("--image", required=True, help="a local image (uploaded) or, with --registry, a name")
+    parser.add_argument("--command", help="command run via `sh -c` (default: the image's ENTRYPOINT/CMD)")
+    parser.add_argument("--tag", help="a name for this run (default: runN)")
+    parser.add_argument("--registry", action="store_true", help="send only the image name; the server pulls it")
+    parser.add_argument("--wait", action="store_true", help="wait until the run is done and print its scores")
+    parser.add_argument("--json", action="store_true", help="print the submission as JSON")
+    parser.set_defaults(func=run)
+
+
+def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from sharedtask.dockerclient import docker_client
+    from sharedtask.service.client import save_image
+
+    try:
+        estimate = int(docker_client().images.get(args.image).attrs.get("Size") or 0)
+    except Exception:  # noqa: BLE001 - save_image reports a missing image in one line
+        estimate = 0
+    with tempfile.TemporaryDirectory(prefix="sharedtask-submit-") as tmp:
+        archive = Path(tmp) / "image.tar"
+        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                      TransferSpeedColumn(), console=err_console, transient=True,
+                      disable=args.json or not err_console.is_terminal) as bar:
+            saving = bar.add_task("docker save", total=estimate or None)
+            size, sha = save_image(args.image, archive, lambda n: bar.advance(saving, n))
+            err_console.print(f"image {markup_safe(args.image)}: {size} bytes, sha256 {sha}") if not args.json else None
+            sending = bar.add_task("upload", total=size)
+            with open(archive, "rb") as fh:
+                return server.upload(path, fh, size, sha, lambda n: bar.advance(sending, n))
+
+
+def run(args: argparse.Namespace) -> int:
+    from sharedtask.service.client import Server, submission_path
+
+    from sharedtask.spec import load_task
+
+    load_task(args.task)  # an unknown id is one line, before a large image is written
+    if not args.token:
+        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
+    server = Server(args.server.rstrip("/"), args.token)
+    path = submission_path(args.task, args.command, args.tag)
+    if args.registry:
+        sub = server.request("POST", path, {"image": args.image, "command": args.command, "tag": args.tag})
+    else:
+        sub = _upload(server, args, path)
+    if not args.json:
+        console.print(f"submission #{sub['id']} ({markup_safe(sub['tag'])}) for {markup_safe(sub['task'])}: "
+                      f"{sub['status']}; your page: {markup_safe(server.url)}/team")
+    if args.wait:
+        sub = _wait(server, int(sub["id"]), quiet=args.json)
+    if args.json:
+        print(json.dumps(sub, indent=2, default=str))
+    elif args.wait:
+        _print_result(sub)
+    if not args.wait:
+        return 0
+    return 0 if sub["status"] == "done" and sub.get("valid") is not False else 1
+
+
+def _wait(server: Any, submission_id: int, *, quiet: bool) -> Any:
+    last = None
+    while True:
+        sub = server.request("GET", f"/api/submissions/{submission_id}")
+        if sub["status"] != last and not quiet:
+            err_console.print(f"#{submission_id}: {sub['status']}")
+            last = sub["status"]
+        if sub["status"] in ("done", "failed"):
+            return sub
+        time.sleep(1)
+
+
+def _print_result(sub: Any) -> None:
+    verdict = {True: "valid", False: "invalid", None: "not validated"}[sub.get("valid")]
+    console.print(f"run: {markup_safe(str(sub.get('run_status')))}, {verdict}")
+    for key, value in sorted((sub.get("scores") or {}).items()):
+        console.print(f"  {markup_safe(key)}: {value:.4f}" if isinstance(value, float) else f"  {markup_safe(key)}: {value}")
+    for note in sub.get("notes") or []:
+        console.print(f"  note: {markup_safe(note)}")

@@ -1,0 +1,54 @@
+"""The HTTP application: the JSON API (``api``, documented at ``/openapi.json``) and the pages (``views``).
+
+Who may see what is decided in ``access``; what the API and the pages both do is in
+``actions``. At start-up, queued submissions and runs cut off by a stop are resumed.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session, sessionmaker
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.service import api, views
+from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState
+from sharedtask.service.executor import Executor, resume
+from sharedtask.service.uploads import UploadError
+
+__all__ = ["COOKIE", "ServiceConfig", "create_app"]
+
+
+async def _upload_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, UploadError)
+    return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+
+async def _user_error(_request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=400)
+
+
+def create_app(sessions: sessionmaker[Session], executor: Executor, config: ServiceConfig) -> FastAPI:
+    """The app over a migrated database."""
+    from sharedtask.spec import task_ids
+
+    service = ServiceState(sessions, executor, config, config.task_ids or task_ids())
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[Any]:
+        resume(sessions, executor)
+        yield
+        executor.shutdown()
+
+    app = FastAPI(title="sharedtask submission service", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Teams submit images; the server runs them sandboxed on the hidden data, validates "
+                              "and scores them; organizers publish leaderboards.")
+    app.state.service = service
+    app.add_exception_handler(UploadError, _upload_error)
+    app.add_exception_handler(SharedTaskError, _user_error)
+    app.include_router(api.router)
+    app.include_router(views.router)
+    return app

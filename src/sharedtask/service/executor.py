@@ -1,0 +1,174 @@
+"""Running submissions: a small local pool by default, the hook for compute workers later.
+
+A submission is *claimed* by one atomic ``UPDATE ... WHERE status = 'queued'`` that
+also counts the attempt; its result is stored only ``WHERE attempts = <this claim>``.
+So a submission queued twice (a restart while it was queued) runs once, and a run
+that a restarted server took over cannot be overwritten by the claim it replaced:
+none is scored twice. The run itself is the organizer pipeline's own step
+(:func:`sharedtask.pipeline.run_one`: sandbox → validator → official evaluation).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.service.models import Submission, utcnow
+
+log = logging.getLogger("sharedtask.service")
+
+RESUMED_NOTE = "the server stopped during this run; it was run again after the restart"
+
+
+class Executor(Protocol):
+    """Where submissions run. The local pool below; compute workers (a broker) plug in here."""
+
+    def enqueue(self, submission_id: int) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    data_dir: Path
+    dataset: str = "sample"
+    manifest: Path | None = None
+
+
+def claim(sessions: sessionmaker[Session], submission_id: int) -> int | None:
+    """Mark a queued submission running; the attempt number, or None when another claim won."""
+    with sessions.begin() as session:
+        done = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.status == "queued")
+            .values(status="running", attempts=Submission.attempts + 1, started=utcnow())
+        )
+        if done.rowcount != 1:
+            return None
+        return session.scalar(select(Submission.attempts).where(Submission.id == submission_id))
+
+
+def _finish(sessions: sessionmaker[Session], submission_id: int, attempt: int, **values: object) -> bool:
+    with sessions.begin() as session:
+        done = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.attempts == attempt, Submission.status == "running")
+            .values(finished=utcnow(), **values)
+        )
+        return done.rowcount == 1
+
+
+def store_validation(sessions: sessionmaker[Session], submission_id: int, attempt: int, entry: Any) -> bool:
+    """The run record and the validator's verdict as soon as they exist, before scoring.
+
+    Why: the team's page shows findings and the record while the official evaluation
+    still runs. Only for the current claim of a submission that is still running.
+    """
+    with sessions.begin() as session:
+        done = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.attempts == attempt, Submission.status == "running")
+            .values(record=entry.record, run_status=entry.status, valid=entry.valid)
+        )
+        return done.rowcount == 1
+
+
+def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submission_id: int) -> None:
+    """Claim, run, validate and score one submission; every outcome ends in the database."""
+    from sharedtask.manifest import Software, load_manifest
+    from sharedtask.pipeline import run_one
+    from sharedtask.spec import load_task
+
+    attempt = claim(sessions, submission_id)
+    if attempt is None:
+        return
+    with sessions() as session:
+        sub = session.get(Submission, submission_id)
+        assert sub is not None
+        task_id, tag, docker_image, command = sub.task_id, sub.tag, sub.image_name, sub.command
+        notes = list(sub.notes or [])
+    out_dir = settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}"
+    try:
+        task = load_task(task_id)
+        dataset = load_manifest(settings.manifest).dataset(task, settings.dataset)
+        software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
+        run_dir = out_dir / task_id / tag
+        entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
+                           on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
+                                                                           validated))
+    except SharedTaskError as exc:
+        _finish(sessions, submission_id, attempt, status="failed", run_status="error", notes=[*notes, str(exc)])
+        return
+    except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
+        log.exception("submission %s", submission_id)
+        _finish(sessions, submission_id, attempt, status="failed", run_status="error",
+                notes=[*notes, f"internal error ({exc.__class__.__name__}); the organizer can re-run it"])
+        return
+    _finish(sessions, submission_id, attempt,
+            status="done" if entry.status == "success" else "failed",
+            run_status=entry.status, valid=entry.valid, record=entry.record,
+            run_dir=str(run_dir), scores=entry.scores or None,
+            per_topic=entry.per_topic or None, notes=[*notes, *entry.notes])
+
+
+class LocalExecutor:
+    """Daemon threads in the server process; each runs one sandboxed container at a time.
+
+    Daemon threads on purpose: stopping the server (Ctrl-C, SIGTERM) must not wait for a
+    run that may take hours. A run cut off that way is left ``running`` in the database,
+    its container is reaped as an orphan by the next run, and :func:`resume` runs it
+    again at the next start, exactly as after a crash.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], settings: RunSettings, workers: int = 1) -> None:
+        self.sessions, self.settings = sessions, settings
+        self._queue: queue.Queue[int | None] = queue.Queue()
+        self._threads = [threading.Thread(target=self._work, name=f"sharedtask-run-{n}", daemon=True)
+                         for n in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def enqueue(self, submission_id: int) -> None:
+        self._queue.put(submission_id)
+
+    def _work(self) -> None:
+        while (submission_id := self._queue.get()) is not None:
+            try:
+                run_submission(self.sessions, self.settings, submission_id)
+            except Exception:  # noqa: BLE001 - one submission's bug must not stop the worker
+                log.exception("submission %s", submission_id)
+
+    def shutdown(self) -> None:
+        """Let idle workers end; a worker inside a run is left to the process's exit."""
+        for _ in self._threads:
+            self._queue.put(None)
+
+
+def resume(sessions: sessionmaker[Session], executor: Executor) -> list[int]:
+    """After a start: runs cut off by a stop are queued again (with a note), every queued one is enqueued."""
+    with sessions.begin() as session:
+        for sub in session.scalars(select(Submission).where(Submission.status == "running")):
+            sub.status = "queued"
+            sub.notes = [*(sub.notes or []), RESUMED_NOTE]
+        queued = list(session.scalars(select(Submission.id).where(Submission.status == "queued")
+                                      .order_by(Submission.id)))
+    for submission_id in queued:
+        executor.enqueue(submission_id)
+    return queued
+
+
+def make_executor(broker: str | None, sessions: sessionmaker[Session], settings: RunSettings,
+                  workers: int) -> Executor:
+    """The local pool; a broker URL names the compute workers, which this version does not have yet."""
+    if broker:
+        raise SharedTaskError(f"--broker {broker}: compute workers are not available in this version yet",
+                              hint="leave out --broker to run submissions in the server's local pool")
+    return LocalExecutor(sessions, settings, workers)

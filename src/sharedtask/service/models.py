@@ -1,0 +1,99 @@
+"""The service's tables: teams and their tokens, images, submissions, per-task settings.
+
+Everything a team sends (team names chosen by the organizer aside) is stored as
+data and escaped wherever it is shown. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Team(Base):
+    """A participating team; the organizer is a row with ``organizer=True``."""
+
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    organizer: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Token(Base):
+    """A bearer token, stored as its sha256 only: a leaked database leaks no token."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Image(Base):
+    """A submitted image, stored once by the sha256 of its archive (or its registry name)."""
+
+    __tablename__ = "images"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    archive_sha256: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    reference: Mapped[str | None] = mapped_column(String(300), unique=True, nullable=True)
+    docker_id: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Submission(Base):
+    """One image of one team for one task, and everything known about its run so far.
+
+    ``status``: queued → running → done | failed. ``attempts`` counts the claims of a
+    worker; a result is stored only by the claim that is still current, so no run is
+    scored twice.
+    """
+
+    __tablename__ = "submissions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
+    task_id: Mapped[str] = mapped_column(String(100), index=True)
+    image_id: Mapped[int] = mapped_column(ForeignKey("images.id"))
+    image_name: Mapped[str] = mapped_column(String(300))
+    tag: Mapped[str] = mapped_column(String(100))
+    command: Mapped[str | None] = mapped_column(Text, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    started: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    finished: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    run_status: Mapped[str | None] = mapped_column(String(30), nullable=True)
+    valid: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    run_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
+    validation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    record: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    scores: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    per_topic: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    notes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    hidden_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class TaskSettings(Base):
+    """What the organizer decided for a task: dates, a daily limit, publication."""
+
+    __tablename__ = "task_settings"
+    __table_args__ = (UniqueConstraint("task_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(100))
+    opens: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    closes: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    daily_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    published: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -1,0 +1,172 @@
+"""Server-rendered pages: task list, team page, organizer overview; leaderboards are report pages.
+
+No JavaScript: a page with runs still in progress reloads itself (``<meta refresh>``).
+Everything a team controls (tags, commands, logs, findings, notes) goes through
+:func:`sharedtask.report.html.e` (``html.escape``) or the report renderer, which
+escapes the same way; log text is also stripped of terminal controls on display.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Iterable
+
+from sharedtask.pipeline import findings_from_validation
+from sharedtask.report.html import _css, e, fmt_score, render_html
+from sharedtask.report.model import RunEntry, TaskSection
+from sharedtask.service.models import Submission, TaskSettings, Team
+from sharedtask.untrusted import printable
+
+PENDING = ("queued", "running")
+REFRESH_SECONDS = 3
+
+
+def run_name(team: str, sub: Submission) -> str:
+    return f"{team}/{sub.tag}"
+
+
+HIDDEN_DETAIL = "details are shown to the organizer only (blind mode)"
+
+
+def redact(record: dict[str, Any] | None, *, logs: bool, details: bool) -> dict[str, Any]:
+    """A run record without what this viewer may not see.
+
+    ``logs=False``: no log files (a team's logs are its own and the organizer's, never
+    the public's). ``details=False`` (``serve --blind``): findings keep their code and
+    severity but lose the message and location, which quote the run file and so, on
+    hidden test data, the data itself.
+    """
+    out = dict(record or {})
+    if not logs:
+        out.pop("logs", None)
+    validation = out.get("validation")
+    if not details and isinstance(validation, dict):
+        report = dict(validation.get("report") or {})
+        report["findings"] = [{"severity": f.get("severity"), "code": f.get("code"), "message": HIDDEN_DETAIL}
+                              for f in report.get("findings") or [] if isinstance(f, dict)]
+        validation = {**validation, "report": report}
+        validation.pop("reason", None)
+        out["validation"] = validation
+    return out
+
+
+def entry_of(sub: Submission, team: str, *, logs: bool = True, details: bool = True) -> RunEntry:
+    """A report row from what the database holds about a submission so far, as this viewer may see it."""
+    record = redact(sub.record, logs=logs, details=details)
+    status = sub.run_status or ("error" if sub.status == "failed" else sub.status)
+    return RunEntry(name=run_name(team, sub), image=sub.image_name, command=sub.command, status=status,
+                    valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),
+                    scores=dict(sub.scores or {}), per_topic={k: dict(v) for k, v in (sub.per_topic or {}).items()},
+                    record=record, notes=[printable(n) for n in (sub.notes or [])])
+
+
+def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = None) -> str:
+    """The same page as ``report.html`` (tables, per-topic charts, findings, records) for these runs."""
+    return render_html([TaskSection(task=task, runs=entries, board=board)], title=title)
+
+
+def _page(title: str, body: str, *, refresh: bool = False, who: str | None = None) -> str:
+    meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
+    nav = ('<nav class="toc"><a href="/">tasks</a><a href="/team">my submissions</a>'
+           '<a href="/organizer">organizer</a><a href="/openapi.json">API (OpenAPI)</a></nav>')
+    signed = f'<p class="meta">signed in as {e(who)}</p>' if who else ""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"{meta}<title>{e(title)}</title><style>{_css()}</style></head><body>"
+            f'<header class="page"><h1>{e(title)}</h1>{signed}{nav}</header><main>{body}</main></body></html>\n')
+
+
+def _local(value: dt.datetime | None) -> str:
+    """A UTC time as an ``<input type="datetime-local">`` value."""
+    return value.strftime("%Y-%m-%dT%H:%M") if value else ""
+
+
+def _when(value: dt.datetime | None) -> str:
+    return e(value.replace(microsecond=0).isoformat(sep=" ")) if value else "—"
+
+
+def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.datetime) -> str:
+    rows = []
+    for task in tasks:
+        s = settings.get(task.id)
+        state = "open"
+        if s and s.opens and now < s.opens:
+            state = f"opens {_when(s.opens)}"
+        elif s and s.closes and now >= s.closes:
+            state = "closed"
+        board = (f'<a href="/tasks/{e(task.id)}/leaderboard">leaderboard</a>' if s and s.published
+                 else '<span class="empty">not published</span>')
+        rows.append(f'<tr class="task-row" data-task="{e(task.id)}"><td><code>{e(task.id)}</code></td>'
+                    f"<td>{e(task.title)}</td><td>{state}</td><td>{board}</td></tr>")
+    table = ("<table><thead><tr><th>task</th><th>title</th><th>submissions</th><th>leaderboard</th></tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table>")
+    return _page("sharedtask: tasks", f'<section class="task">{table}</section>')
+
+
+def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool) -> str:
+    out = []
+    for sub, team in subs:
+        key = primary.get(sub.task_id, "")
+        score = fmt_score((sub.scores or {}).get(key)) if sub.scores else "—"
+        verdict = "valid" if sub.valid else "invalid" if sub.valid is False else "—"
+        hidden = f'<br><span class="badge warning">hidden: {e(sub.hidden_reason)}</span>' if sub.hidden_reason else ""
+        actions = ""
+        if organizer:
+            actions = (f'<td><form method="post" action="/organizer/submissions/{sub.id}/rerun">'
+                       '<button>re-run</button></form>'
+                       f'<form method="post" action="/organizer/submissions/{sub.id}/hide">'
+                       '<input name="reason" placeholder="reason" required><button>hide</button></form></td>')
+        out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
+                   f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
+                   f"<td><code>{e(sub.task_id)}</code></td><td>{e(sub.tag)}</td>"
+                   f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(sub.run_status or "—")}</td>'
+                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>{actions}</tr>")
+    head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
+            "<th>primary score</th><th>submitted</th>" + ("<th>actions</th>" if organizer else "") + "</tr>")
+    return f"<table><thead>{head}</thead><tbody>{''.join(out)}</tbody></table>"
+
+
+def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str]) -> str:
+    pending = any(sub.status in PENDING for sub, _ in subs)
+    body = (_rows(subs, primary, organizer=False) if subs else
+            '<p class="empty">No submissions yet: <code>sharedtask submit --server URL --token T --task ID '
+            "--image IMAGE</code></p>")
+    return _page(f"submissions of {team.name}", f'<section class="task">{body}</section>', refresh=pending,
+                 who=team.name)
+
+
+def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], tasks: Iterable[Any],
+                   settings: dict[str, TaskSettings], teams: list[Team]) -> str:
+    pending = any(sub.status in PENDING for sub, _ in subs)
+    task_rows = []
+    for task in tasks:
+        s = settings.get(task.id)
+        published = bool(s and s.published)
+        action = "unpublish" if published else "publish"
+        task_rows.append(f'<tr class="task-row" data-task="{e(task.id)}"><td><code>{e(task.id)}</code></td>'
+                         f"<td>{'published' if published else 'hidden'}</td>"
+                         f"<td>{e(s.daily_limit) if s and s.daily_limit else '—'}</td>"
+                         f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/{action}">'
+                         f"<button>{action}</button></form></td>"
+                         f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/settings">'
+                         f'opens <input type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
+                         f'closes <input type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
+                         f'per day <input type="number" min="1" name="daily_limit" style="width:5em" '
+                         f'value="{e(s.daily_limit) if s and s.daily_limit else ""}"> <button>save (UTC)</button>'
+                         "</form></td>"
+                         f'<td><a href="/api/tasks/{e(task.id)}/archive">runs + records (.tar.gz)</a></td></tr>')
+    tasks_html = ("<h3>tasks</h3><table><thead><tr><th>task</th><th>leaderboard</th><th>daily limit</th>"
+                  "<th></th><th>submissions open (UTC)</th><th>download</th></tr></thead>"
+                  f"<tbody>{''.join(task_rows)}</tbody></table>")
+    teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
+                  + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
+                  "required><button>create team</button></form>")
+    subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True) if subs else
+                                          '<p class="empty">No submissions yet.</p>')
+    return _page("organizer overview", f'<section class="task">{tasks_html}{teams_html}{subs_html}</section>',
+                 refresh=pending, who="organizer")
+
+
+def message_page(title: str, text: str, *, login: bool = False) -> str:
+    form = ('<form method="post" action="/login"><input name="token" type="password" placeholder="token" required>'
+            "<button>sign in</button></form>") if login else ""
+    return _page(title, f'<section class="task"><p>{e(text)}</p>{form}</section>')

@@ -1,0 +1,232 @@
+"""Helpers for the submission-service tests: a real server on loopback, a tiny real image, PostgreSQL.
+
+The tiny image is ``FROM scratch`` with Debian's static busybox (package busybox-static)
+and a run file baked in: ``docker save`` of it is about 2 MB, so a test uploads the
+real archive format in a fraction of a second instead of the 400 MB base image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
+TASK = "touche-2021-task1"
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the service tests, but {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, deadline: float = 60.0) -> None:
+    """Poll ``url`` until it answers; a bounded wait for start-up, not a timing assertion."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            urllib.request.urlopen(url + "/api/tasks", timeout=2).read()
+            return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.1)
+    raise AssertionError(f"the server at {url} did not come up")
+
+
+def call(url: str, method: str = "GET", token: str | None = None, body: Any = None,
+         data: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """One HTTP request; (status, decoded JSON or text). Never raises for an HTTP error status."""
+    hdrs = dict(headers or {})
+    if token:
+        hdrs["Authorization"] = f"Bearer {token}"
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            status, raw, ctype = response.status, response.read(), response.headers.get("content-type", "")
+    except urllib.error.HTTPError as exc:
+        status, raw, ctype = exc.code, exc.read(), exc.headers.get("content-type", "")
+    if "json" in ctype:
+        return status, json.loads(raw)
+    return status, raw.decode("utf-8", "replace")
+
+
+@dataclass
+class Served:
+    url: str
+    data_dir: Path
+    db: str
+    process: subprocess.Popen[bytes] | None = None
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sharedtask", *args], capture_output=True, text=True,
+                              check=check, cwd=self.data_dir.parent, timeout=600)
+
+    def token(self, team: str | None = None) -> str:
+        flag = ["--new-team", team] if team else ["--new-organizer-token"]
+        return self.cli("serve", "--db", self.db, "--data-dir", str(self.data_dir), *flag).stdout.strip()
+
+
+def start_server(data_dir: Path, db: str, port: int, *extra: str) -> Served:
+    """``sharedtask serve`` in its own process (so a test can kill it), up and answering."""
+    url = f"http://127.0.0.1:{port}"
+    log = open(data_dir.parent / f"serve-{port}.log", "ab")
+    process = subprocess.Popen([sys.executable, "-m", "sharedtask", "serve", "--db", db, "--data-dir", str(data_dir),
+                                "--port", str(port), "--task", TASK, *extra],
+                               stdout=log, stderr=subprocess.STDOUT, cwd=data_dir.parent)
+    try:
+        wait_until_up(url)
+    except AssertionError:
+        process.kill()
+        raise AssertionError((data_dir.parent / f"serve-{port}.log").read_text())
+    return Served(url, data_dir, db, process)
+
+
+def stop(served: Served) -> None:
+    if served.process is not None and served.process.poll() is None:
+        served.process.terminate()
+        try:
+            served.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            served.process.kill()
+            served.process.wait()
+
+
+class ThreadServer:
+    """uvicorn serving an app in a thread of the test process (for tests that need no Docker)."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "ThreadServer":
+        self.thread.start()
+        wait_until_up(self.url)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def perfect_run(tag: str = "busy") -> str:
+    """A run of the Touché 2021 sample that ranks every judged document by its grade.
+
+    Its official nDCG@5 is 1 on every topic by definition (DCG equals the ideal DCG
+    when the ranking is the ideal one), so the expected score needs no evaluator.
+    """
+    by_topic: dict[str, list[tuple[int, str]]] = {}
+    for line in (SAMPLE / "truth" / "qrels.txt").read_text().splitlines():
+        qid, _, doc, grade = line.split()
+        by_topic.setdefault(qid, []).append((int(grade), doc))
+    lines = []
+    for qid in sorted(by_topic):
+        ranked = sorted(by_topic[qid], key=lambda g: (-g[0], g[1]))
+        lines += [f"{qid} Q0 {doc} {i} {len(ranked) - i + 1} {tag}" for i, (_, doc) in enumerate(ranked, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def build_tiny_image(client: Any, tag: str, run_text: str, tmp: Path, *, script: str = "") -> str:
+    """``FROM scratch`` + static busybox; its command copies the baked run file to $outputDir."""
+    busybox = shutil.which("busybox")
+    # a dynamically linked busybox names its loader near the start of the ELF file
+    if busybox is None or b"ld-linux" in Path(busybox).read_bytes()[:4096]:
+        unavailable("Debian's busybox-static is not installed (apt-get install busybox-static)")
+    ctx = tmp / f"ctx-{tag.replace('/', '-').replace(':', '-')}"
+    ctx.mkdir(parents=True)
+    shutil.copy(busybox, ctx / "busybox")
+    (ctx / "run.txt").write_text(run_text)
+    (ctx / "run.sh").write_text(f"#!/bin/sh\n{script}\ncp /app/run.txt \"$2/run.txt\"\n")
+    (ctx / "Dockerfile").write_text(
+        "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n"
+        "COPY run.txt run.sh /app/\nCMD [\"/bin/sh\", \"/app/run.sh\", \"/tira-data/input\", \"/tira-data/output\"]\n")
+    client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True)
+    return tag
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_bin() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+    return versions[-1] if versions else None
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server (Debian's ``postgresql``) on a loopback port, for this test session.
+
+    As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root).
+    Yields a function that creates a fresh database and returns its SQLAlchemy URL.
+    """
+    bin_dir = _pg_bin()
+    if bin_dir is None or not (bin_dir / "initdb").exists():
+        unavailable("PostgreSQL is not installed (apt-get install postgresql)")
+    import tempfile
+
+    # not under pytest's tmp folder: that is 0700 root, and the server runs as 'postgres'
+    base = Path(tempfile.mkdtemp(prefix="sharedtask-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            unavailable("PostgreSQL's system user 'postgres' is missing")
+        os.chmod(base, 0o755)
+        os.chown(base, user.pw_uid, user.pw_gid)
+        os.chown(sockets, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
+                    f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+    counter = iter(range(1, 10_000))
+
+    def new_database() -> str:
+        import psycopg
+
+        name = f"service_{next(counter)}"
+        with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+
+    try:
+        yield new_database
+    finally:
+        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+                       capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

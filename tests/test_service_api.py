@@ -1,0 +1,401 @@
+"""The submission service's HTTP API without Docker: roles, refusals, settings, migrations.
+
+A real uvicorn server on 127.0.0.1 answers real HTTP requests over a real SQLite file
+migrated by Alembic. Only the executor is replaced (:class:`RecordingExecutor`): these
+tests check what is *queued*, and running containers is the Docker tests' part
+(tests/test_service_docker.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, inspect, select
+
+from service_helpers import TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from sharedtask.service.app import ServiceConfig, create_app
+from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+from sharedtask.service.executor import RESUMED_NOTE, claim, resume
+from sharedtask.service.models import Image, Submission
+from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.uploads import UploadError, clean_archive
+
+
+class RecordingExecutor:
+    """Stands in for the local pool: remembers what was queued, runs nothing."""
+
+    def __init__(self) -> None:
+        self.queued: list[int] = []
+
+    def enqueue(self, submission_id: int) -> None:
+        self.queued.append(submission_id)
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path: Path) -> str:
+    """The embedded default and the real deployment's database: every API test runs on both."""
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "service.db")
+    return request.getfixturevalue("postgres_server")()
+
+
+@pytest.fixture
+def service(tmp_path: Path, database: str):
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        org = organizer_token(session)
+        _, token_a = create_team(session, "team-a")
+        _, token_b = create_team(session, "team-b")
+    executor = RecordingExecutor()
+    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK])
+    app = create_app(factory, executor, config)
+    with ThreadServer(app) as server:
+        yield server.url, factory, executor, {"org": org, "a": token_a, "b": token_b}, tmp_path
+
+
+def _add_submission(factory, team_name: str) -> int:
+    from sharedtask.service.models import Team
+
+    with factory.begin() as session:
+        team = session.scalar(select(Team).where(Team.name == team_name))
+        image = Image(archive_sha256=f"{team_name:0<64}"[:64], docker_id="sha256:x", size=1)
+        session.add(image)
+        session.flush()
+        sub = Submission(team_id=team.id, task_id=TASK, image_id=image.id, image_name="sha256:x", tag="t",
+                         status="done", attempts=1, notes=[])
+        session.add(sub)
+        session.flush()
+        return sub.id
+
+
+def test_missing_or_wrong_token_is_401(service):
+    url, _, _, tokens, _ = service
+    assert call(f"{url}/api/submissions")[0] == 401
+    assert call(f"{url}/api/submissions", token="not-a-token")[0] == 401
+    assert call(f"{url}/api/submissions", token=tokens["a"])[0] == 200
+
+
+def test_another_teams_submission_is_404_like_a_missing_one(service):
+    url, factory, _, tokens, _ = service
+    sid = _add_submission(factory, "team-b")
+    theirs = call(f"{url}/api/submissions/{sid}", token=tokens["a"])
+    missing = call(f"{url}/api/submissions/{sid + 1000}", token=tokens["a"])
+    assert theirs[0] == missing[0] == 404
+    assert str(sid) in theirs[1]["detail"] and "team-b" not in json.dumps(theirs[1])
+    assert call(f"{url}/api/submissions/{sid}", token=tokens["b"])[0] == 200
+    assert call(f"{url}/api/submissions/{sid}", token=tokens["org"])[0] == 200
+    assert call(f"{url}/api/submissions", token=tokens["a"])[1] == []
+
+
+def test_organizer_actions_by_a_team_are_403(service):
+    url, factory, _, tokens, _ = service
+    sid = _add_submission(factory, "team-a")
+    for method, path, body in (("POST", f"/api/tasks/{TASK}/publish", None), ("POST", "/api/teams", {"name": "x"}),
+                               ("POST", f"/api/submissions/{sid}/rerun", None),
+                               ("POST", f"/api/submissions/{sid}/hide", {"reason": "r"}),
+                               ("PUT", f"/api/tasks/{TASK}/settings", {"daily_limit": 1}),
+                               ("GET", f"/api/tasks/{TASK}/archive", None)):
+        assert call(url + path, method, tokens["a"], body)[0] == 403, path
+    assert call(f"{url}/api/teams", "POST", tokens["org"], {"name": "team-c"})[0] == 201
+
+
+def test_teams_made_over_http_get_a_working_token(service):
+    url, _, _, tokens, _ = service
+    status, made = call(f"{url}/api/teams", "POST", tokens["org"], {"name": "team-c"})
+    assert status == 201 and made["team"] == "team-c"
+    assert call(f"{url}/api/submissions", token=made["token"])[0] == 200
+    assert call(f"{url}/api/teams", "POST", tokens["org"], {"name": "team-c"})[0] == 400  # taken
+    assert call(f"{url}/api/teams", "POST", tokens["org"], {"name": "<b>x</b>"})[0] == 400
+
+
+def test_leaderboard_is_hidden_until_published(service):
+    url, factory, _, tokens, _ = service
+    _add_submission(factory, "team-a")
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard")[0] == 404
+    assert call(f"{url}/tasks/{TASK}/leaderboard")[0] == 404
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard", token=tokens["a"])[0] == 404
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard", token=tokens["org"])[0] == 200
+    assert call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])[0] == 200
+    status, board = call(f"{url}/api/tasks/{TASK}/leaderboard")
+    assert status == 200 and [r["run"] for r in board["runs"]] == ["team-a/t"]
+
+
+def test_upload_over_the_limit_is_413_before_the_body_is_stored(service):
+    url, factory, executor, tokens, data_dir = service
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as sock:
+        sock.sendall((f"POST /api/tasks/{TASK}/submissions HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: Bearer {tokens['a']}\r\nContent-Type: application/x-tar\r\n"
+                      f"Content-Length: {10 * 1024**3}\r\n\r\n").encode())
+        answer = b""  # answered before a single byte of the body was sent
+        while b"limit" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+        answer = answer.decode()
+    assert answer.startswith("HTTP/1.1 413"), answer
+    assert "limit of 65536 bytes" in answer
+    assert not list((data_dir / "uploads").glob("*")) and executor.queued == []
+
+
+def test_chunked_upload_over_the_limit_is_413_and_removed(service):
+    url, _, executor, tokens, data_dir = service
+    body = iter([b"x" * 50_000, b"y" * 50_000])
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    conn.request("POST", f"/api/tasks/{TASK}/submissions", body=body, encode_chunked=True,
+                 headers={"Authorization": f"Bearer {tokens['a']}", "Content-Type": "application/x-tar"})
+    assert conn.getresponse().status == 413
+    assert not list((data_dir / "uploads").glob("*")) and executor.queued == []
+
+
+def test_interrupted_upload_stores_nothing(service):
+    url, factory, executor, tokens, data_dir = service
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as sock:
+        sock.sendall((f"POST /api/tasks/{TASK}/submissions HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: Bearer {tokens['a']}\r\nContent-Type: application/x-tar\r\n"
+                      "Content-Length: 60000\r\n\r\n").encode() + b"\0" * 20_000)
+    # the connection is closed mid-body; the next request is answered only after the server saw it
+    assert call(f"{url}/api/submissions", token=tokens["a"])[1] == []
+    for _ in range(50):
+        if not list((data_dir / "uploads").glob("*")):
+            break
+        import time
+
+        time.sleep(0.1)
+    assert not list((data_dir / "uploads").glob("*")) and executor.queued == []
+    with factory() as session:
+        assert session.scalar(select(func.count(Image.id))) == 0
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("payload, message", [
+    (b"this is not a tar archive at all" * 40, "corrupt image archive"),
+    (_tar({"hello.txt": b"hi"}), "no manifest.json"),
+    (_tar({"manifest.json": b"[]"}), "lists no image"),
+    (_tar({"../evil": b"x"}), "leaves the archive"),
+])
+def test_corrupt_archive_is_a_clear_error_and_nothing_is_queued(service, payload, message):
+    url, factory, executor, tokens, data_dir = service
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], data=payload,
+                        headers={"Content-Type": "application/x-tar"})
+    assert status == 400 and message in body["detail"], body
+    assert executor.queued == [] and not list((data_dir / "uploads").glob("*"))
+    with factory() as session:
+        assert session.scalar(select(func.count(Submission.id))) == 0
+
+
+def test_announced_sha256_must_match(service):
+    url, _, executor, tokens, _ = service
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], data=_tar({"a": b"b"}),
+                        headers={"Content-Type": "application/x-tar", "X-Image-Sha256": "0" * 64})
+    assert status == 400 and "not " + "0" * 64 in body["detail"] and executor.queued == []
+
+
+def test_clean_archive_drops_the_names_an_archive_would_give_itself(tmp_path):
+    manifest = [{"Config": "abc.json", "RepoTags": ["sharedtask/base:latest"], "Layers": ["l/layer.tar"]}]
+    index = {"manifests": [{"digest": "sha256:1", "annotations": {"io.containerd.image.name": "sharedtask/base"}}]}
+    source = tmp_path / "in.tar"
+    source.write_bytes(_tar({"manifest.json": json.dumps(manifest).encode(), "index.json": json.dumps(index).encode(),
+                             "repositories": b'{"sharedtask/base": {"latest": "abc"}}', "abc.json": b"{}",
+                             "l/layer.tar": b"layer"}))
+    clean_archive(source, tmp_path / "out.tar")
+    with tarfile.open(tmp_path / "out.tar") as tar:
+        names = tar.getnames()
+        cleaned = json.load(tar.extractfile("manifest.json"))
+        cleaned_index = json.load(tar.extractfile("index.json"))
+        layer = tar.extractfile("l/layer.tar").read()
+    assert "repositories" not in names and cleaned[0]["RepoTags"] is None
+    assert "annotations" not in cleaned_index["manifests"][0] and layer == b"layer"
+
+
+def test_a_second_image_in_one_archive_is_refused(tmp_path):
+    source = tmp_path / "in.tar"
+    source.write_bytes(_tar({"manifest.json": json.dumps([{"Config": "a"}, {"Config": "b"}]).encode()}))
+    with pytest.raises(UploadError, match="holds 2 images"):
+        clean_archive(source, tmp_path / "out.tar")
+    assert not (tmp_path / "out.tar").exists()
+
+
+def test_closed_task_and_daily_limit(service):
+    url, factory, executor, tokens, _ = service
+    status, _ = call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], {"closes": "2000-01-01T00:00:00Z"})
+    assert status == 200
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
+    assert status == 403 and "closed for submissions at 2000-01-01T00:00:00" in body["detail"]
+    call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], {"daily_limit": 1})
+    _add_submission(factory, "team-a")  # made now: today's one submission
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
+    assert status == 429 and "1 submission(s)" in body["detail"]
+    assert executor.queued == []
+
+
+def test_unknown_task_is_404(service):
+    url, _, _, tokens, _ = service
+    assert call(f"{url}/api/tasks/no-such-task/submissions", "POST", tokens["a"], {"image": "x"})[0] == 404
+
+
+def test_openapi_documents_the_api(service):
+    url = service[0]
+    status, doc = call(f"{url}/openapi.json")
+    assert status == 200
+    for path in ("/api/tasks/{task_id}/submissions", "/api/submissions/{submission_id}", "/api/teams",
+                 "/api/tasks/{task_id}/publish", "/api/tasks/{task_id}/leaderboard", "/api/tasks/{task_id}/archive",
+                 "/api/submissions/{submission_id}/hide", "/api/submissions/{submission_id}/rerun"):
+        assert path in doc["paths"], path
+
+
+def test_pages_need_a_token_and_the_login_link_sets_it(service):
+    url, _, _, tokens, _ = service
+    assert call(f"{url}/team")[0] == 401
+    assert call(f"{url}/organizer", token=tokens["a"])[0] == 403
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    conn.request("GET", f"/login?token={tokens['a']}")
+    answer = conn.getresponse()
+    assert answer.status == 303 and answer.getheader("location") == "/team"
+    cookie = answer.getheader("set-cookie")
+    assert cookie.startswith(f"sharedtask_token={tokens['a']}") and "HttpOnly" in cookie
+    status, page = call(f"{url}/team", headers={"Cookie": cookie.split(";")[0]})
+    assert status == 200 and "submissions of team-a" in page
+    assert call(f"{url}/login?token=wrong")[0] == 401
+
+
+def _queued(database: str, count: int):
+    """A migrated database with one team and ``count`` queued submissions (ids 1..count)."""
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        team, _ = create_team(session, "t")
+        image = Image(archive_sha256="0" * 64, docker_id="sha256:x", size=1)
+        session.add(image)
+        session.flush()
+        for _ in range(count):
+            session.add(Submission(team_id=team.id, task_id=TASK, image_id=image.id, image_name="x", tag="t",
+                                   status="queued", attempts=0, notes=[]))
+    return factory
+
+
+def test_claim_is_atomic_and_resume_requeues_interrupted_runs(database):
+    factory = _queued(database, 2)
+    assert claim(factory, 1) == 1
+    assert claim(factory, 1) is None  # queued twice, claimed once
+    executor = RecordingExecutor()
+    assert resume(factory, executor) == [1, 2] and executor.queued == [1, 2]
+    with factory() as session:
+        first = session.get(Submission, 1)
+        assert first.status == "queued" and first.notes == [RESUMED_NOTE]
+    assert claim(factory, 1) == 2  # the second attempt
+
+
+def test_migrations_make_the_schema_and_are_idempotent(database):
+    engine = make_engine(database)
+    migrate(engine)
+    migrate(engine)
+    assert {"teams", "tokens", "images", "submissions", "task_settings", "alembic_version"} <= set(
+        inspect(engine).get_table_names())
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == "0001"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sharedtask", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["serve", "--db", "mysql+nodriver://x/y"], "cannot open the database"),
+    (["serve", "--broker", "redis://127.0.0.1:6379"], "compute workers are not available"),
+    (["serve", "--task", "no-such-task"], "no-such-task"),
+    (["serve", "--new-team", "a b"], "invalid team name"),
+    (["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, "--image", "x", "--registry"],
+     "cannot reach the server"),
+    (["submit", "--server", "ftp://x", "--token", "t", "--task", TASK, "--image", "x", "--registry"],
+     "invalid server URL"),
+])
+def test_cli_mistakes_are_one_line_exit_2(tmp_path, args, message):
+    extra = ["--data-dir", str(tmp_path / "d")] if args[0] == "serve" else []
+    done = _cli(*args, *extra, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2  # one line, wrapped at most once by the console
+
+
+def test_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = _cli("serve", "--data-dir", str(tmp_path / "d"), "--port", str(port), cwd=tmp_path)
+    assert done.returncode == 2 and "cannot listen on 127.0.0.1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(database):
+    from sharedtask.report.model import RunEntry
+    from sharedtask.service.executor import store_validation
+
+    factory = _queued(database, 1)
+    attempt = claim(factory, 1)
+    entry = RunEntry(name="t", image="x", command=None, status="success", valid=False, findings=[], scores={},
+                     per_topic={}, record={"status": "success", "validation": {"status": "invalid"}})
+    assert not store_validation(factory, 1, attempt + 1, entry)  # a stale claim stores nothing
+    assert store_validation(factory, 1, attempt, entry)
+    with factory() as session:
+        sub = session.get(Submission, 1)
+        assert (sub.status, sub.run_status, sub.valid, sub.scores) == ("running", "success", False, None)
+        assert sub.record["validation"] == {"status": "invalid"}
+
+
+def test_organizer_page_forms_publish_and_set_dates(service):
+    url, _, _, tokens, _ = service
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, _ = call(f"{url}/organizer/tasks/{TASK}/settings", "POST", tokens["org"],
+                     data=b"opens=2030-01-02T03%3A04&closes=&daily_limit=3", headers=form)
+    assert status == 200  # the redirect to /organizer, followed
+    settings = {t["task"]: t for t in call(f"{url}/api/tasks")[1]}[TASK]
+    assert settings["opens"] == "2030-01-02T03:04:00" and settings["daily_limit"] == 3 and settings["closes"] is None
+    status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
+    assert status == 403 and "opens for submissions at 2030-01-02T03:04:00" in body["detail"]
+    assert call(f"{url}/organizer/tasks/{TASK}/settings", "POST", tokens["org"], data=b"daily_limit=x",
+                headers=form)[0] == 422
+    assert call(f"{url}/organizer/tasks/{TASK}/publish", "POST", tokens["a"], data=b"", headers=form)[0] == 403
+    assert call(f"{url}/organizer/tasks/{TASK}/publish", "POST", tokens["org"], data=b"", headers=form)[0] == 200
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard")[0] == 200
+    status, page = call(f"{url}/organizer", token=tokens["org"])
+    assert 'value="2030-01-02T03:04"' in page and ">unpublish<" in page
+
+
+def test_redact_drops_logs_and_finding_details():
+    from sharedtask.service.pages import HIDDEN_DETAIL, redact
+
+    record = {"status": "success", "logs": {"stdout": "/x/stdout.log"},
+              "validation": {"status": "invalid", "reason": "r", "report": {"valid": False, "findings": [
+                  {"severity": "error", "code": "RUN-DOC-ID", "message": "docno 'secret'", "line": 3}]}}}
+    assert redact(record, logs=True, details=True) == record
+    public = redact(record, logs=False, details=True)
+    assert "logs" not in public and public["validation"] == record["validation"]
+    blind = redact(record, logs=False, details=False)
+    assert blind["validation"]["report"]["findings"] == [{"severity": "error", "code": "RUN-DOC-ID",
+                                                          "message": HIDDEN_DETAIL}]
+    assert "reason" not in blind["validation"] and record["logs"] == {"stdout": "/x/stdout.log"}  # not changed
