@@ -11,11 +11,11 @@ import argparse
 import logging
 from pathlib import Path
 
-from rich.console import Console
+from sharedtask.cli import LazyConsole
 
 from sharedtask.errors import SharedTaskError
 
-console = Console(highlight=False)
+console = LazyConsole(highlight=False)
 DEFAULT_DIR = Path("sharedtask-service")
 
 

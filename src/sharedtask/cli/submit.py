@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from sharedtask.cli import LazyConsole
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = LazyConsole(highlight=False)
+err_console = LazyConsole(stderr=True, highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
