@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "reproduce",
     "baseline",
     "demo",
+    "worker",
     "new_submission",
     "docker_doctor",
 )
