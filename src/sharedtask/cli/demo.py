@@ -39,13 +39,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--report", type=Path, metavar="FILE", help="HTML report path (default: OUT/report.html)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild images even when up to date")
     parser.add_argument("--json", action="store_true", help="print the leaderboards as JSON at the end")
+    where = parser.add_argument_group("where the runs happen (docs/distributed.md)")
+    where.add_argument("--parallel", type=int, default=1, metavar="N",
+                       help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
+    where.add_argument("--broker", metavar="URL",
+                       help="send the runs to `sharedtask worker` processes through this Celery broker "
+                            "(redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, amqp://...)")
+    where.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
+    where.add_argument("--images-dir", type=Path, metavar="DIR",
+                       help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
+                            "(DIR must be readable by them at the same path, or served at --images-url)")
+    where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
+    where.add_argument("--registry", metavar="HOST:PORT",
+                       help="with --broker: push each image to this registry; workers pull it by digest")
+    where.add_argument("--resume", action="store_true",
+                       help="keep the runs already finished in --out for the same job (always on with --broker)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from sharedtask.pipeline import build_images, run_task, sections, with_parents
+    from sharedtask.executor import executor_for
+    from sharedtask.pipeline import build_images, run_tasks, sections, with_parents
     from sharedtask.manifest import load_manifest
     from sharedtask.report import write_report
     from sharedtask.spec import all_tasks, load_task
@@ -63,6 +79,12 @@ def _run(args: argparse.Namespace) -> int:
         manifest.dataset(task, args.dataset)
     if args.out.exists() and not args.out.is_dir():
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
+    if args.parallel < 1:
+        raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
+    if not args.broker and (args.images_dir or args.images_url or args.registry or args.queue):
+        raise SharedTaskError("--images-dir, --images-url, --registry and --queue need --broker URL")
+    if args.images_url and not args.images_dir:
+        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -89,11 +111,29 @@ def _run(args: argparse.Namespace) -> int:
             if error:
                 progress.console.print(f"[bold red]build failed[/] {markup_safe(image)}: {markup_safe(error, 2000, keep_newlines=True)}")
         runs = progress.add_task("sandboxed runs", total=total)
-        for task in tasks:
-            outcome = run_task(task, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
-                               advance=lambda: progress.advance(runs))
+
+        def on_state(run, state: str, worker: str | None) -> None:
+            where = f" on {markup_safe(worker)}" if worker else ""
+            colour = {"done": "green", "failed": "red", "refused": "red", "running": "cyan"}.get(state, "dim")
+            progress.console.print(f"  {markup_safe(run.task.id)}/{markup_safe(run.software.name)}: "
+                                   f"[{colour}]{state}[/]{where}")
+            if state in ("done", "failed", "refused"):
+                progress.advance(runs)
+
+        def on_task(outcome) -> None:
             outcomes.append(outcome)
             progress.console.print(_task_table(outcome))
+
+        executor = executor_for(args.broker, parallel=args.parallel, queue=args.queue)
+        image_source = _image_source(args) if args.broker else None
+        try:
+            run_tasks(tasks, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
+                      executor=executor, on_state=on_state, resume=args.resume or bool(args.broker),
+                      image_source=image_source, on_task=on_task)
+        except KeyboardInterrupt:
+            executor.close(interrupted=True)
+            raise
+        executor.close()
         progress.update(status, description="done", total=1, completed=1)
 
     report = write_report(args.report or out / "report.html", sections(outcomes), title="sharedtask demo")
@@ -106,6 +146,21 @@ def _run(args: argparse.Namespace) -> int:
                       + markup_safe(", ".join(f"{t}/{n} ({s})" for t, n, s in failed), None))
         return 1
     return 0
+
+
+def _image_source(args: argparse.Namespace):
+    """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
+    from sharedtask.executor import images
+
+    client = docker_client()
+    if args.registry:
+        return lambda image: "registry:" + images.push(client, image, args.registry)
+    if args.images_dir:
+        def archive(image: str) -> str:
+            path = images.save_archive(client, image, args.images_dir.resolve())
+            return "archive:" + (f"{args.images_url.rstrip('/')}/{path.name}" if args.images_url else str(path))
+        return archive
+    return None
 
 
 def _task_table(outcome) -> Table:

@@ -62,8 +62,10 @@ def make_app(broker: str, *, backend: str | None = None, queue: str = DEFAULT_QU
         result_extended=True,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
+        # kombu scans for expired leases every interval * throttle seconds (its docs, redis transport).
         broker_transport_options={"visibility_timeout": visibility_timeout,
-                                  "unacked_restore_interval": max(1.0, min(10.0, visibility_timeout / 4))},
+                                  "unacked_restore_interval": max(1.0, min(10.0, visibility_timeout / 4)),
+                                  "unacked_restore_throttle": 1},
         result_backend_transport_options={"retry_policy": {"max_retries": 20, "interval_step": 0.5}},
         worker_hijack_root_logger=False,
         worker_cancel_long_running_tasks_on_connection_loss=False,
