@@ -122,8 +122,10 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
     outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
                           output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **job.options)
     state = DONE if outcome.result.ok else FAILED
+    record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
+    outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     result = JobResult(job.id, state, outcome.result.status, outcome.result.message, worker,
-                       dict(outcome.validation), dict(outcome.record), run_dir)
+                       dict(outcome.validation), record, run_dir)
     (run_dir / RESULT_FILE).write_text(write_result(run_dir, result), encoding="utf-8")
     return result
 

@@ -1,0 +1,143 @@
+"""Real parts for the distributed tests: a redis-server on a free loopback port, `sharedtask worker`
+processes, and a 2 MB image (busybox-static) that sleeps and writes a reference run.
+
+Nothing here touches any address but 127.0.0.1 and the ports it picked itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BUSYBOX = Path("/usr/bin/busybox")
+
+
+def ensure_installed(binary: str, package: str) -> str | None:
+    """The binary's path; installs the Debian package when it is missing and we are root (idempotent)."""
+    found = shutil.which(binary)
+    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], env=env, capture_output=True, check=False)
+        found = shutil.which(binary)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Any, limit: float = 60.0, step: float = 0.1) -> Any:
+    """Poll until ``predicate()`` is truthy; fail after ``limit`` s (a hang bound, not a speed test)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"condition not met within {limit} s: {predicate}")
+
+
+class RedisServer:
+    """redis-server on 127.0.0.1:<free port>, append-only file on, so a restart keeps the queue."""
+
+    def __init__(self, binary: str, folder: Path) -> None:
+        self.binary, self.folder, self.port = binary, folder, free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = open(self.folder / "redis.log", "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes"],
+            stdout=log, stderr=subprocess.STDOUT)
+        import redis
+
+        client = redis.Redis(port=self.port)
+        wait_for(lambda: _pings(client), 30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:  # noqa: BLE001 - not up yet
+        return False
+
+
+class Worker:
+    """A `sharedtask worker` subprocess."""
+
+    def __init__(self, broker: str, name: str, folder: Path, *, concurrency: int = 1,
+                 visibility: float = 4.0, data_root: Path | None = None) -> None:
+        self.name = name
+        self.log_path = folder / f"{name}.log"
+        args = [sys.executable, "-m", "sharedtask", "worker", "--broker", broker, "--name", name,
+                "--concurrency", str(concurrency), "--visibility-timeout", str(visibility),
+                "--work-dir", str(folder / f"{name}-work"), "--loglevel", "INFO"]
+        if data_root is not None:
+            args += ["--data-root", str(data_root)]
+        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
+                                     cwd=str(folder))
+        wait_for(lambda: self.proc.poll() is not None or f"@{name} ready" in self.log(), 60)
+        assert self.proc.poll() is None, f"worker {name} did not start:\n{self.log()}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def build_tiny_image(client: Any, folder: Path, run_file: Path | None = None) -> str:
+    """A ~2 MB image: busybox-static as /bin/sh and friends, a unique marker, and the run file as /run.txt."""
+    root = folder / "rootfs"
+    (root / "bin").mkdir(parents=True)
+    (root / "tmp").mkdir()
+    shutil.copy2(BUSYBOX, root / "bin" / "busybox")
+    for name in ("sh", "sleep", "cp", "cat", "echo", "ls"):
+        (root / "bin" / name).symlink_to("busybox")
+    (root / "marker").write_text(uuid.uuid4().hex)
+    if run_file is not None:
+        shutil.copy2(run_file, root / "run.txt")
+    archive = folder / "rootfs.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(root, arcname=".")
+    tag = f"sharedtask-test/tiny:{uuid.uuid4().hex[:10]}"
+    with open(archive, "rb") as fh:
+        client.api.import_image_from_data(fh.read(), repository=tag.split(":")[0], tag=tag.split(":")[1],
+                                          changes=["ENV PATH=/bin"])
+    return tag
