@@ -18,7 +18,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
+TASK = "touche-2021-task1"
+REFERENCE = REPO / "baselines" / "reference-runs" / TASK / "lucene-bm25.txt"
 BUSYBOX = Path("/usr/bin/busybox")
 
 
@@ -82,6 +86,17 @@ class RedisServer:
         self.start()
 
 
+def job_for(docker_client: Any, image: str, command: str, **options: Any) -> Any:
+    """A job of the tiny image on the task's bundled sample, named by content."""
+    from sharedtask.executor import DatasetRef, Job
+    from sharedtask.executor.datasets import file_digests
+    from sharedtask.spec import load_task
+
+    inp = load_task(TASK).sample_dir / "input"
+    return Job(task=TASK, software="tiny", image=image, image_id=docker_client.images.get(image).id,
+               command=command, dataset=DatasetRef(f"sample/{TASK}", file_digests(inp)), options=options)
+
+
 def _pings(client: Any) -> bool:
     try:
         return bool(client.ping())
@@ -141,3 +156,46 @@ def build_tiny_image(client: Any, folder: Path, run_file: Path | None = None) ->
         client.api.import_image_from_data(fh.read(), repository=tag.split(":")[0], tag=tag.split(":")[1],
                                           changes=["ENV PATH=/bin"])
     return tag
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def redis_binary() -> str:
+    found = ensure_installed("redis-server", "redis-server")
+    if found is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    return found
+
+
+@pytest.fixture()
+def broker(redis_binary, tmp_path):
+    server = RedisServer(redis_binary, tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def tiny_image(docker_client, tmp_path_factory) -> str:
+    if not Path("/usr/bin/busybox").is_file():
+        pytest.skip("busybox-static is not installed")
+    tag = build_tiny_image(docker_client, tmp_path_factory.mktemp("tiny"), REFERENCE)
+    yield tag
+    docker_client.images.remove(tag, force=True)
+
+
+@pytest.fixture()
+def workers(tmp_path):
+    started: list[Worker] = []
+
+    def start(broker: RedisServer, name: str, **kw) -> Worker:
+        worker = Worker(broker.url, name, tmp_path, **kw)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+

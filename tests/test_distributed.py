@@ -14,63 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from distributed_helpers import REPO, RedisServer, Worker, build_tiny_image, ensure_installed, wait_for
-from sharedtask.executor import DatasetRef, Job
-from sharedtask.executor.datasets import file_digests
+from distributed_helpers import (REFERENCE, TASK, RedisServer, broker, build_tiny_image,  # noqa: F401 - fixtures
+                                 redis_binary, job_for, tiny_image, wait_for, workers)
+from sharedtask.executor import Job
 from sharedtask.executor.remote import CeleryExecutor
 from sharedtask.sandbox.orphans import OWNER_LABEL
 from sharedtask.spec import load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-TASK = "touche-2021-task1"
-REFERENCE = REPO / "baselines" / "reference-runs" / TASK / "lucene-bm25.txt"
 
-
-@pytest.fixture(scope="module")
-def redis_binary() -> str:
-    found = ensure_installed("redis-server", "redis-server")
-    if found is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    return found
-
-
-@pytest.fixture()
-def broker(redis_binary, tmp_path):
-    server = RedisServer(redis_binary, tmp_path / "redis")
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def tiny_image(docker_client, tmp_path_factory) -> str:
-    if not Path("/usr/bin/busybox").is_file():
-        pytest.skip("busybox-static is not installed")
-    tag = build_tiny_image(docker_client, tmp_path_factory.mktemp("tiny"), REFERENCE)
-    yield tag
-    docker_client.images.remove(tag, force=True)
-
-
-@pytest.fixture()
-def workers(tmp_path):
-    started: list[Worker] = []
-
-    def start(broker: RedisServer, name: str, **kw) -> Worker:
-        worker = Worker(broker.url, name, tmp_path, **kw)
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.stop()
-
-
-def make_job(docker_client, image: str, command: str, **options) -> Job:
-    task = load_task(TASK)
-    inp = task.sample_dir / "input"
-    return Job(task=TASK, software="tiny", image=image, image_id=docker_client.images.get(image).id,
-               command=command, dataset=DatasetRef(f"sample/{TASK}", file_digests(inp)), options=options)
+make_job = job_for
 
 
 def deliveries(broker: RedisServer, job: Job) -> int:
