@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
     where.add_argument("--registry", metavar="HOST:PORT",
                        help="with --broker: push each image to this registry; workers pull it by digest")
+    where.add_argument("--kubernetes", type=Path, metavar="DIR",
+                       help="run nothing: write one Kubernetes Job + NetworkPolicy per run to DIR "
+                            "(rendered from the sandbox policy; not yet tried on a cluster)")
     where.add_argument("--resume", action="store_true",
                        help="keep the runs already finished in --out for the same job (always on with --broker)")
     parser.set_defaults(func=_run)
@@ -81,8 +84,12 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
-    if not args.broker and (args.images_dir or args.images_url or args.registry or args.queue):
-        raise SharedTaskError("--images-dir, --images-url, --registry and --queue need --broker URL")
+    if not args.broker and (args.images_dir or args.images_url or args.queue):
+        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    if args.registry and not (args.broker or args.kubernetes):
+        raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
+    if args.kubernetes and args.broker:
+        raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
     if args.images_url and not args.images_dir:
         raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
@@ -110,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         for image, error in build_errors.items():
             if error:
                 progress.console.print(f"[bold red]build failed[/] {markup_safe(image)}: {markup_safe(error, 2000, keep_newlines=True)}")
+        if args.kubernetes:
+            return _render_kubernetes(args, tasks, manifest, out, build_errors)
         runs = progress.add_task("sandboxed runs", total=total)
 
         def on_state(run, state: str, worker: str | None) -> None:
@@ -145,6 +154,28 @@ def _run(args: argparse.Namespace) -> int:
         console.print(f"[bold red]{len(failed)} run(s) failed or were invalid[/]: "
                       + markup_safe(", ".join(f"{t}/{n} ({s})" for t, n, s in failed), None))
         return 1
+    return 0
+
+
+def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
+    """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
+    from sharedtask.executor.kubernetes import _name, write_manifests
+    from sharedtask.pipeline import plan
+
+    source = _image_source(args)
+    written = 0
+    for task in tasks:
+        for run in plan(task, manifest, out, dataset_name=args.dataset, build_errors=build_errors,
+                        image_source=source):
+            if run.job is None:
+                console.print(f"[red]{markup_safe(run.software.name)}[/]: {markup_safe(run.error or '', 300)}")
+                continue
+            image = (run.job.image_source or "").partition(":")[2] or run.job.image
+            path = write_manifests(run.job, args.kubernetes, image=image, input_claim=_name(run.job.dataset.id))
+            console.print(f"{markup_safe(task.id)}/{markup_safe(run.software.name)}: {markup_safe(str(path))}")
+            written += 1
+    console.print(f"[bold]{written} Kubernetes Job(s)[/] in {args.kubernetes} (nothing ran; "
+                  "each needs a PersistentVolumeClaim named after its dataset holding input/)")
     return 0
 
 
