@@ -75,3 +75,17 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
     records = [json.loads((out / TASK / n / "run-record.json").read_text()) for n in ("team-a", "team-b")]
     # Both sleep 2 s: in a pool of three, each starts before the other ends.
     assert records[0]["started_at"] < records[1]["ended_at"] and records[1]["started_at"] < records[0]["ended_at"]
+
+
+def test_demo_renders_kubernetes_jobs_and_runs_nothing(docker_client, submissions, tmp_path, tiny_image):
+    out, manifests = tmp_path / "out", tmp_path / "k8s"
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--kubernetes", str(manifests), "--out", str(out)]) == 0
+    docs = [d for p in sorted(manifests.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    assert len(jobs) == 3 and sum(d["kind"] == "NetworkPolicy" for d in docs) == 3
+    images = {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in jobs}
+    assert tiny_image in images
+    claims = {d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] for d in jobs}
+    assert claims == {f"sample-{TASK}"}
+    assert not (out / TASK / "team-a").exists()  # nothing ran
