@@ -36,6 +36,13 @@ def ensure_installed(binary: str, package: str) -> str | None:
     return found
 
 
+def _unavailable(reason: str) -> None:
+    """Skip on a developer's machine, fail in CI (as tests/conftest.py does for Docker)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the compute-worker tests, but {reason}")
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -164,7 +171,7 @@ def build_tiny_image(client: Any, folder: Path, run_file: Path | None = None) ->
 def redis_binary() -> str:
     found = ensure_installed("redis-server", "redis-server")
     if found is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        _unavailable("redis-server is not installed (apt-get install redis-server)")
     return found
 
 
@@ -178,8 +185,8 @@ def broker(redis_binary, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_image(docker_client, tmp_path_factory) -> str:
-    if not Path("/usr/bin/busybox").is_file():
-        pytest.skip("busybox-static is not installed")
+    if not BUSYBOX.is_file() and ensure_installed("busybox", "busybox-static") is None:
+        _unavailable("busybox-static is not installed (apt-get install busybox-static)")
     tag = build_tiny_image(docker_client, tmp_path_factory.mktemp("tiny"), REFERENCE)
     yield tag
     docker_client.images.remove(tag, force=True)
