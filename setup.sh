@@ -55,10 +55,10 @@ if [ "$MODE" = test ] && ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
-# 3b. A real broker and a tiny static shell for the compute-worker tests (Debian's redis-server and
-#     busybox-static), test mode only; the tests start their own redis-server on a free loopback port.
+# 3b. A real broker, a tiny static shell and a registry for the compute-worker tests (Debian's redis-server,
+#     busybox-static and docker-registry), test mode only; the tests start their own redis-server on a free loopback port.
 if [ "$MODE" = test ]; then
-    for pair in redis-server:redis-server busybox:busybox-static; do
+    for pair in redis-server:redis-server busybox:busybox-static docker-registry:docker-registry; do
         bin=${pair%%:*}; pkg=${pair#*:}
         if ! command -v "$bin" >/dev/null 2>&1 || { [ "$bin" = busybox ] && ! dpkg -s busybox-static >/dev/null 2>&1; }; then
             if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

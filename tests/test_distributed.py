@@ -166,3 +166,31 @@ def test_a_restarted_coordinator_takes_results_instead_of_running_again(docker_c
     third = CeleryExecutor(broker.url).submit(job, run_dir)  # once more, after the result landed
     assert third.done() and third.result().job_id == job.id
     assert (run_dir / "job-result.json").stat().st_mtime_ns == stamp and deliveries(broker, job) == 1
+
+
+def test_an_image_reaches_the_worker_from_a_registry_by_digest(docker_client, broker, workers, tmp_path):
+    from distributed_helpers import Registry, ensure_installed
+    from sharedtask.executor.images import push
+
+    binary = ensure_installed("docker-registry", "docker-registry")
+    if binary is None:
+        pytest.skip("Debian's docker-registry is not installed")
+    registry = Registry(binary, tmp_path / "registry")
+    job = None
+    image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
+    try:
+        reference = push(docker_client, image, registry.address)
+        assert reference.startswith(f"{registry.address}/sharedtask-test/tiny@sha256:")
+        job = make_job(docker_client, image, "cp /run.txt $outputDir/run.txt")
+        job = Job(**{**job.__dict__, "image_source": f"registry:{reference}"})
+        docker_client.images.remove(job.image_id, force=True)  # gone from the daemon, tags and all
+        workers(broker, "wreg")
+        result = CeleryExecutor(broker.url).submit(job, tmp_path / "out").result(timeout=120)
+        assert (result.state, result.status) == ("done", "success")
+        assert docker_client.images.get(job.image_id).id == job.image_id  # pulled by digest, same id
+    finally:
+        registry.stop()
+        try:
+            docker_client.images.remove(job.image_id if job else image, force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
