@@ -63,24 +63,33 @@ def wait_for(predicate: Any, limit: float = 60.0, step: float = 0.1) -> Any:
 class RedisServer:
     """redis-server on 127.0.0.1:<free port>, append-only file on, so a restart keeps the queue."""
 
-    def __init__(self, binary: str, folder: Path) -> None:
+    def __init__(self, binary: str, folder: Path, *, password: str | None = None, tls: Path | None = None) -> None:
         self.binary, self.folder, self.port = binary, folder, free_port()
+        self.password, self.tls = password, tls  # tls: a folder with ca.crt, redis.crt, redis.key
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        if self.tls is None:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_cert_reqs=required&ssl_ca_certs={self.tls / 'ca.crt'}"
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         log = open(self.folder / "redis.log", "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes"],
-            stdout=log, stderr=subprocess.STDOUT)
+        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
+                "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes"]
+        if self.password:
+            args += ["--requirepass", self.password]
+        if self.tls is not None:
+            args[1:3] = ["--port", "0", "--tls-port", str(self.port)]
+            args += ["--tls-cert-file", str(self.tls / "redis.crt"), "--tls-key-file", str(self.tls / "redis.key"),
+                     "--tls-ca-cert-file", str(self.tls / "ca.crt"), "--tls-auth-clients", "no"]
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         import redis
 
-        client = redis.Redis(port=self.port)
+        client = redis.Redis.from_url(self.url)
         wait_for(lambda: _pings(client), 30)
 
     def stop(self) -> None:
@@ -102,6 +111,22 @@ def job_for(docker_client: Any, image: str, command: str, **options: Any) -> Any
     inp = load_task(TASK).sample_dir / "input"
     return Job(task=TASK, software="tiny", image=image, image_id=docker_client.images.get(image).id,
                command=command, dataset=DatasetRef(f"sample/{TASK}", file_digests(inp)), options=options)
+
+
+def make_tls(folder: Path) -> Path:
+    """A throw-away CA and a server certificate for 127.0.0.1 (openssl), as an organizer would make them."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def ssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sharedtask test CA",
+        "-keyout", "ca.key", "-out", "ca.crt")
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "redis.key", "-out", "redis.csr")
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    ssl("x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+        "-extfile", "san.ext", "-out", "redis.crt")
+    return folder
 
 
 def _pings(client: Any) -> bool:

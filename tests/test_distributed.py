@@ -16,6 +16,7 @@ import pytest
 
 from distributed_helpers import (REFERENCE, TASK, RedisServer, broker, build_tiny_image,  # noqa: F401 - fixtures
                                  redis_binary, job_for, tiny_image, wait_for, workers)
+from sharedtask.errors import SharedTaskError
 from sharedtask.executor import Job
 from sharedtask.executor.remote import CeleryExecutor
 from sharedtask.sandbox.orphans import OWNER_LABEL
@@ -194,3 +195,26 @@ def test_an_image_reaches_the_worker_from_a_registry_by_digest(docker_client, br
             docker_client.images.remove(job.image_id if job else image, force=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
+
+
+def test_a_broker_with_a_password_and_tls_as_the_readme_deploys_it(docker_client, redis_binary, workers, tiny_image,
+                                                                   tmp_path):
+    from distributed_helpers import make_tls
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    server = RedisServer(redis_binary, tmp_path / "tls-redis", password="s3cret-for-the-test",
+                         tls=make_tls(tmp_path / "tls"))
+    server.start()
+    try:
+        assert server.url.startswith("rediss://")
+        workers(server, "wtls")
+        job = make_job(docker_client, tiny_image, "cp /run.txt $outputDir/run.txt")
+        result = CeleryExecutor(server.url).submit(job, tmp_path / "out").result(timeout=120)
+        assert (result.state, result.status) == ("done", "success")
+        wrong = server.url.replace("s3cret-for-the-test", "wrong")
+        with pytest.raises(SharedTaskError, match="does not answer") as refused:
+            CeleryExecutor(wrong)
+        assert "wrong" not in str(refused.value)  # the password is never printed
+    finally:
+        server.stop()
