@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult
-from sharedtask.executor.job import DatasetRef, Job
+from sharedtask.executor.job import FAILED, DatasetRef, Job
 from sharedtask.finding_codes import finding
 from sharedtask.findings import Finding, Severity
 from sharedtask.images import ensure_software_image
@@ -207,6 +207,8 @@ def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState |
     """
     handles: dict[str, Any] = {}
     for run in runs:
+        if run.job is None and on_state is not None:
+            on_state(run, FAILED, None)  # nothing to run (failed build, missing image): said at once
         if run.job is not None and run.job.id not in handles:
             handles[run.job.id] = executor.submit(run.job, run.run_dir, input_dir=run.dataset.input_dir,
                                                   observer=_Observer(say, run.software.name), resume=resume)

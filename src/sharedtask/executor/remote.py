@@ -123,6 +123,8 @@ class CeleryExecutor:
             info = meta.get("result")
             if meta.get("status") == "SUCCESS" and isinstance(info, dict) and info.get("state") == REFUSED:
                 self.app.backend.forget(job.id)  # refused last time: the worker may be fixed now
+                if self._redis is not None:
+                    self._redis.delete(f"{KEY_PREFIX}deliveries:{job.id}")
                 self._send(job)
         return CeleryHandle(self, job, run_dir)
 
