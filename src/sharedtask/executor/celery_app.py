@@ -37,6 +37,8 @@ DEFAULT_VISIBILITY = 60.0  # s before a dead worker's job is delivered again
 MAX_DELIVERIES = 3
 RESULT_TTL = 30 * 24 * 3600  # s results (and "submitted" marks) are kept in the backend
 KEY_PREFIX = "sharedtask:"
+#: Largest run-folder archive (base64 characters) a worker sends back through the result backend.
+MAX_ARCHIVE = 256 * 2**20
 
 
 def is_redis(url: str) -> bool:
@@ -164,6 +166,13 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
         raw = portable(run_dir, result)
         if run_dir.is_dir():
             raw["archive"], raw["archive_sha256"] = pack(run_dir)
+            if len(raw["archive"]) > MAX_ARCHIVE:  # Redis keeps at most 512 MB in one value
+                size = len(raw["archive"]) * 3 // 4
+                remove_tree(run_dir / "output")
+                raw["archive"], raw["archive_sha256"] = pack(run_dir)  # logs and record still go back
+                raw.update(state=FAILED, status="output-limit", validation={"status": "no run file"},
+                           message=f"the outputs are {size / 2**20:.0f} MB compressed, more than a worker "
+                                   f"sends back ({MAX_ARCHIVE * 3 // 4 // 2**20} MB)")
         return raw
     finally:
         lease.stop.set()
