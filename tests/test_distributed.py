@@ -218,3 +218,23 @@ def test_a_broker_with_a_password_and_tls_as_the_readme_deploys_it(docker_client
         assert "wrong" not in str(refused.value)  # the password is never printed
     finally:
         server.stop()
+
+
+def test_outputs_too_large_for_the_backend_come_back_as_output_limit(docker_client, tiny_image, tmp_path, monkeypatch):
+    # The task body in this process (no broker is needed for it: an amqp:// URL skips the Redis-only parts).
+    from sharedtask.executor import celery_app
+    from sharedtask.executor.base import JobResult
+
+    monkeypatch.setattr(celery_app, "MAX_ARCHIVE", 1024)
+    monkeypatch.setattr(celery_app, "_config", celery_app.WorkerConfig(
+        broker="amqp://unused", name="inproc", data_root=None, work_dir=tmp_path / "work", visibility_timeout=60))
+    job = make_job(docker_client, tiny_image, "echo big; cp /run.txt $outputDir/run.txt")
+    raw = celery_app.run_job(job.to_json(), "task-1")
+    result = JobResult.from_json({k: v for k, v in raw.items() if not k.startswith("archive")})
+    assert (result.state, result.status) == ("failed", "output-limit") and "more than a worker sends back" in result.message
+    from sharedtask.executor.transfer import land
+
+    land(raw["archive"], raw["archive_sha256"], tmp_path / "landed")
+    assert "big" in (tmp_path / "landed" / "stdout.log").read_text()
+    assert not (tmp_path / "landed" / "output").exists()
+    assert not list((tmp_path / "work").iterdir())  # the worker's scratch folder is cleaned
