@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ class LocalExecutor:
         self.parallel = parallel
         self.worker = f"{socket.gethostname()} (local)"
         self._pool = ThreadPoolExecutor(parallel, thread_name_prefix="sharedtask-job") if parallel > 1 else None
+        self._futures: list[Future[JobResult]] = []
 
     def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
                observer: Any | None = None, resume: bool = False) -> LocalHandle:
@@ -79,31 +81,39 @@ class LocalExecutor:
             handle._result = previous
         elif self._pool is not None:
             handle._future = self._pool.submit(run)
+            self._futures.append(handle._future)
         return handle
 
     def close(self, interrupted: bool = False) -> None:
-        """Stop the pool; on an interrupt first kill the containers this process started."""
+        """Stop the pool; on an interrupt kill the containers this process started until every run
+        has ended (a run that was still creating its container when Ctrl-C came is caught next round)."""
         if self._pool is None:
             return
         if interrupted:
             self._pool.shutdown(wait=False, cancel_futures=True)
-            kill_own_containers()
+            while any(not f.done() for f in self._futures):
+                kill_own_containers()
+                time.sleep(0.2)
         self._pool.shutdown(wait=True)
 
 
 def kill_own_containers() -> list[str]:
-    """Kill the sandbox containers this process owns (their runs then end as failed and are removed)."""
+    """Kill the sandbox containers this process owns, or remove them when they have not started yet
+    (their runs then end as failed, and the runner removes what is left)."""
     import docker
 
     from sharedtask.dockerclient import docker_client
     from sharedtask.sandbox.orphans import OWNER_LABEL, owner
 
     client = docker_client()
-    killed = []
-    for item in client.api.containers(filters={"label": [f"{OWNER_LABEL}={owner()}"]}):
+    stopped = []
+    for item in client.api.containers(all=True, filters={"label": [f"{OWNER_LABEL}={owner()}"]}):
         try:
-            client.api.kill(item["Id"])
-            killed.append(item["Id"])
+            if item.get("State") == "running":
+                client.api.kill(item["Id"])
+            else:
+                client.api.remove_container(item["Id"], force=True, v=True)
+            stopped.append(item["Id"])
         except docker.errors.APIError:
-            continue
-    return killed
+            continue  # ended or removed in the meantime
+    return stopped
