@@ -141,7 +141,7 @@ def test_a_broker_restart_while_a_worker_runs(docker_client, broker, workers, ti
     wait_for(lambda: handles[0].state()[0] == "running" or handles[1].state()[0] == "running", 60)
     broker.restart()
     results = [h.result(timeout=240) for h in handles]
-    assert [r.status for r in results] == ["success", "success"]
+    assert [r.status for r in results] == ["success", "success"], [r.message for r in results]
 
 
 def test_a_timeout_is_reported_once_with_its_logs(docker_client, broker, workers, tiny_image, tmp_path):

@@ -68,6 +68,9 @@ def make_app(broker: str, *, backend: str | None = None, queue: str = DEFAULT_QU
         broker_transport_options={"visibility_timeout": visibility_timeout,
                                   "unacked_restore_interval": max(1.0, min(10.0, visibility_timeout / 4)),
                                   "unacked_restore_throttle": 1},
+        # A result finished while the broker restarts is stored once it is back, not lost.
+        result_backend_always_retry=True,
+        result_backend_max_retries=60,
         result_backend_transport_options={"retry_policy": {"max_retries": 20, "interval_step": 0.5}},
         worker_hijack_root_logger=False,
         worker_cancel_long_running_tasks_on_connection_loss=False,
@@ -91,10 +94,14 @@ _delivery_tags: dict[str, str] = {}  # task id -> kombu delivery tag (redis: the
 
 
 def _redis(url: str) -> Any:
+    """A client that waits out a broker restart (about a minute of retries) instead of failing the job."""
     import redis
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
 
-    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=10,
-                                retry_on_timeout=True, health_check_interval=30)
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=10, health_check_interval=30,
+                                retry=Retry(ExponentialBackoff(cap=4, base=0.25), 20),
+                                retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError])
 
 
 class _Lease(threading.Thread):
