@@ -75,6 +75,16 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
     records = [json.loads((out / TASK / n / "run-record.json").read_text()) for n in ("team-a", "team-b")]
     # Both sleep 2 s: in a pool of three, each starts before the other ends.
     assert records[0]["started_at"] < records[1]["ended_at"] and records[1]["started_at"] < records[0]["ended_at"]
+    # --resume keeps what finished (team-c's failure too: a failed run is reported once, not retried).
+    stamps = {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")}
+    assert len(stamps) == 3
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--parallel", "3", "--resume", "--out", str(out)]) == 1
+    assert {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")} == stamps
+    # Without it, every run is made again.
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--parallel", "3", "--out", str(out)]) == 1
+    assert all(p.stat().st_mtime_ns != stamp for p, stamp in stamps.items())
 
 
 def test_demo_renders_kubernetes_jobs_and_runs_nothing(docker_client, submissions, tmp_path, tiny_image):
