@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult, execute_in, landed
@@ -22,7 +22,9 @@ from sharedtask.sandbox.outputs import remove_tree
 
 
 class LocalHandle:
-    def __init__(self, job: Job, run_dir: Path, run: Any, worker: str) -> None:
+    """A job of the local pool: a future in the pool, or (a pool of one) a call made when asked."""
+
+    def __init__(self, job: Job, run_dir: Path, run: Callable[[], JobResult], worker: str) -> None:
         self.job, self.run_dir, self._run, self.worker = job, run_dir, run, worker
         self._future: Future[JobResult] | None = None
         self._result: JobResult | None = None

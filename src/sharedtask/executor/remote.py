@@ -52,8 +52,9 @@ class CeleryHandle:
         celery_state = meta.get("status")
         info = meta.get("result")
         if celery_state == "STARTED":
-            worker = str(info.get("hostname", "")).partition("@")[2] or None if isinstance(info, dict) else None
-            self._state = (RUNNING, worker)
+            # Celery names a worker node "celery@<our name>".
+            node = str(info.get("hostname", "")) if isinstance(info, dict) else ""
+            self._state = (RUNNING, node.partition("@")[2] or None)
         elif celery_state == "SUCCESS":
             self._state = ((info or {}).get("state", DONE), (info or {}).get("worker"))
         elif celery_state in ("FAILURE", "REVOKED"):
