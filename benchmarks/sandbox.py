@@ -44,9 +44,11 @@ def api(image: str, input_dir: Path, output_dir: Path) -> None:
 
 
 def cli(image: str, input_dir: Path, output_dir: Path) -> None:
-    subprocess.run([sys.executable, "-m", "sharedtask", "run", "--task", TASK, "--image", image,
-                    "--command", COMMAND, "--input", str(input_dir), "--output", str(output_dir), "--json"],
-                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "sharedtask", "run", "--task", TASK, "--image", image,
+                           "--command", COMMAND, "--input", str(input_dir), "--output", str(output_dir), "--json"],
+                          capture_output=True, text=True)
+    # 1: the one-line run is not a valid Touché run (the validator says so); the container succeeded.
+    assert done.returncode in (0, 1) and '"status": "success"' in done.stdout, done.stderr
 
 
 def cli_floor(image: str, input_dir: Path, output_dir: Path) -> None:

@@ -93,9 +93,9 @@ def test_evaluate_with_irds_equals_evaluate_with_the_files(catalogue, repo_root,
     via_files = json.loads(capsys.readouterr().out)
     assert via_irds["scores"] == via_files["scores"] and "ndcg5_official_quality" in via_irds["scores"]
     assert "ir_datasets argsme/2020-04-01/touche-2021-task-1" in via_irds["notes"][0]
-    # with no truth argument at all, the official dataset is the same irds one
-    assert main(["evaluate", str(run), "--task", "touche-2021-task1", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["scores"] == via_files["scores"]
+    # with no truth argument at all, nothing is fetched unasked: one line naming the dataset to use
+    assert main(["evaluate", str(run), "--task", "touche-2021-task1", "--json"]) == 2
+    assert "--dataset touche-2021-task1/test" in capsys.readouterr().err
 
 
 def test_a_qrels_file_that_is_not_the_official_one_is_refused(irds_home, capsys, tmp_path, monkeypatch):

@@ -185,6 +185,22 @@ def test_path_of_an_incomplete_dataset_says_how_to_complete_it(capsys):
     assert "unknown dataset" in capsys.readouterr().err
 
 
+def test_run_and_demo_take_a_registry_dataset_by_name(tmp_path, capsys, repo_root):
+    assert main(["run", "--task", "arqmath-3-task1", "--image", "x", "--dataset", "test"]) == 2
+    err = capsys.readouterr().err
+    assert "lacks input/Posts.xml" in err and "data import arqmath-3-task1/test" in err
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "Posts.V1.3.xml").write_bytes((repo_root / "tasks/samples/arqmath-task1/input/Posts.xml").read_bytes())
+    assert main(["data", "import", "arqmath-3-task1/test", "--from", str(release)]) == 0
+    from sharedtask.manifest import load_manifest
+    from sharedtask.spec import load_task
+
+    dataset = load_manifest().dataset(load_task("arqmath-3-task1"), "test")  # what demo --dataset test uses
+    assert dataset.name == "arqmath-3-task1/test"
+    assert (dataset.input_dir / "topics.xml").is_file() and any(dataset.truth_dir.iterdir())
+
+
 def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_root):
     import shutil
 

@@ -356,3 +356,45 @@ def test_a_bad_gzip_header_and_nul_bytes_are_findings_not_tracebacks(tmp_path, c
     assert main(["validate", str(nul), "--task", TASK]) == 1
     out = capsys.readouterr().out
     assert "RUN-GZIP" in out and "RUN-CONTROL-CHAR" in out
+
+
+# ------------------------------------------------------------ gVisor (runsc)
+
+
+@pytest.fixture(scope="module")
+def runsc(docker_client) -> str:
+    if "runsc" not in (docker_client.info().get("Runtimes") or {}):
+        if os.environ.get("CI"):
+            pytest.fail("CI must test runsc, but dockerd does not know it (run docker/setup.sh)")
+        pytest.skip("dockerd has no runsc runtime (docker/setup.sh registers it)")
+    return "runsc"
+
+
+def test_runsc_runs_the_sandbox_and_is_recorded(hostile_image, tmp_path, runsc):
+    command = "cat /proc/net/dev > $outputDir/net; cat /proc/version > $outputDir/kernel"
+    outcome, _ = sandbox(hostile_image, tmp_path, command, runtime=runsc, validate=False)
+    assert outcome.result.status == "success", outcome.result.message
+    out = tmp_path / "run" / "output"
+    assert "Linux version 4.4.0" in (out / "kernel").read_text()  # gVisor's Sentry answers, not the host kernel
+    devices = {line.split(":")[0].strip() for line in (out / "net").read_text().splitlines()[2:]}
+    assert devices <= {"lo"}  # no network device but loopback
+    assert outcome.record["policy"]["runtime"] == "runsc"
+    assert "--runtime runsc" in outcome.record["reproduce"]
+
+
+def test_runsc_refuses_a_network(hostile_image, tmp_path, runsc):
+    with pytest.raises(Exception, match="runs without any network"):
+        sandbox(hostile_image, tmp_path, "true", runtime=runsc, network="bridge")
+
+
+def test_the_bm25_baseline_is_byte_identical_under_runsc(docker_client, tmp_path, runsc):
+    from sharedtask.images import ensure_software_image
+    from sharedtask.manifest import load_manifest
+
+    sw = load_manifest().software("lucene-bm25")
+    ensure_software_image(load_manifest().software("lucene-bm25"))
+    outcome = run(TASK, sw.image, command=sw.command_for(TASK), output_dir=tmp_path / "out" / "output",
+                  runtime=runsc)
+    assert outcome.ok, outcome.result.log_tail
+    reference = REPO / "baselines" / "reference-runs" / TASK / "lucene-bm25.txt"
+    assert (tmp_path / "out" / "output" / "run.txt").read_bytes() == reference.read_bytes()

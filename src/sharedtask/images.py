@@ -140,7 +140,7 @@ def ensure_image(
         _forget(client, tag, wanted)
         raise
     if image_id is None:
-        image_id = (client or docker_client()).images.get(tag).id
+        image_id = client.images.get(tag).id
     return image_id, True
 
 

@@ -78,7 +78,15 @@ class Manifest:
                 return ds
         if name == "sample":
             return Dataset("sample", task.sample_dir / "input", task.sample_dir / "truth")
-        raise SharedTaskError(f"task {task.id} has no dataset {name!r} in {self.path}")
+        from sharedtask.data import all_datasets, dataset_folders
+
+        # Not in the manifest: a dataset of the registry (tasks/datasets/*.yml), e.g. "test".
+        if name not in all_datasets() and f"{task.id}/{name}" not in all_datasets() and not name.startswith("irds:"):
+            known = ", ".join(ds.id for ds in all_datasets().values() if ds.task == task.id) or "none"
+            raise SharedTaskError(f"task {task.id} has no dataset {name!r} in {self.path} or in the data registry",
+                                  hint=f"the registry's datasets of this task: {known}")
+        input_dir, truth_dir, dataset_id = dataset_folders(task.id, name)
+        return Dataset(dataset_id, input_dir, truth_dir)
 
 
 @cache

@@ -205,7 +205,7 @@ def _schema() -> dict[str, Any]:
         return json.load(fh)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
@@ -242,7 +242,7 @@ def _resolve(
     if path in chain:
         cycle = " -> ".join(p.name for p in (*chain, path))
         raise SpecError(f"{chain[0]}: extends forms a cycle: {cycle}")
-    own = _read_yaml(path)
+    own = read_yaml(path)
     parents = own.get("extends", [])
     if isinstance(parents, str):
         parents = [parents]
@@ -279,7 +279,7 @@ def _owner(layers: list[tuple[Path, dict[str, Any]]], json_path: list[Any]) -> P
     return layers[0][0]
 
 
-def _format_path(parts: list[Any]) -> str:
+def yaml_path(parts: list[Any]) -> str:
     out = ""
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -348,7 +348,7 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
         parts = list(err.absolute_path)
         owner = _owner(layers, parts)
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise SpecError(f"{owner}: {_format_path(parts)}: {err.message}{more}")
+        raise SpecError(f"{owner}: {yaml_path(parts)}: {err.message}{more}")
     if doc["id"] != path.stem:
         raise SpecError(f"{path}: id: {doc['id']!r} must equal the file name {path.stem!r}")
     keys = [MeasureSpec(**m).key for m in doc["measures"]]

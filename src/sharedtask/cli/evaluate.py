@@ -135,7 +135,7 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
         if args.dataset:
             raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
         return args.truth, None
-    from sharedtask.data import get_dataset, official_truth, store
+    from sharedtask.data import get_dataset, official_dataset, official_truth, store
 
     if args.dataset:
         ds = get_dataset(args.dataset)
@@ -147,6 +147,11 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
     else:
         found = official_truth(task_id)
     if found is None:
+        official = official_dataset(task_id)
+        if official is not None:  # its truth comes through ir_datasets or a download: only when asked
+            raise SharedTaskError(f"no qrels given; the official qrels of {task_id} are not shipped with sharedtask",
+                                  hint=f"use --dataset {official.id} (fetched through ir_datasets or its "
+                                       "source, with checksums), --qrels FILE or --truth DIR")
         raise SharedTaskError(f"no qrels given and the registry has no official qrels for {task_id}",
                               hint="use --qrels FILE, --truth DIR or --dataset ID")
     ds, truth = found

@@ -34,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. touche-2020-task1")
     parser.add_argument("--image", required=True, help="a local docker image (never pulled)")
     parser.add_argument("--command", help="shell command run via `sh -c` (default: the image ENTRYPOINT/CMD)")
-    parser.add_argument("--input", metavar="DATASET_DIR", help="input dataset (default: the task's sample)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--input", metavar="DATASET_DIR", help="input dataset (default: the task's sample)")
+    source.add_argument("--dataset", metavar="ID",
+                        help="a dataset of the registry (sharedtask data list), e.g. test or arqmath-3-task1/test")
     parser.add_argument("--input-run", metavar="DIR", help="output of a previous stage, read-only at $inputRun")
     parser.add_argument("--output", metavar="DIR",
                         help="output directory, must be empty (default: sharedtask-runs/<task>/<image>-<time>/output)")
@@ -67,6 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     network = args.network or ("bridge" if args.allow_network else None)
+    if args.dataset:
+        from sharedtask.data import dataset_folders
+
+        args.input, _, dataset_id = dataset_folders(args.task, args.dataset)
+        args.dataset_id = args.dataset_id or dataset_id
     return run_and_report(
         args.task,
         args.image,

@@ -12,16 +12,42 @@ from pathlib import Path
 
 from sharedtask.data.registry import DataFile, Dataset, all_datasets, get_dataset, official_dataset
 
-__all__ = ["DataFile", "Dataset", "all_datasets", "get_dataset", "official_dataset", "official_truth"]
+__all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_dataset", "official_dataset",
+           "official_truth"]
 
 
 def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
-    """The task's official dataset and its truth folder, assembled from what needs no
-    download (package files, ir_datasets); None when the registry has none for the task."""
+    """The task's official dataset and its truth folder when it ships with the package;
+    None otherwise. Truth that ir_datasets would download is used only when named
+    (``--dataset``): a command must not reach the network unasked."""
     from sharedtask.data import store
 
     ds = official_dataset(task_id)
-    if ds is None or not any(f.role == "truth" and f.source in ("package", "irds") for f in ds.files):
+    truth = [f for f in (ds.files if ds is not None else ()) if f.role == "truth"]
+    if ds is None or not any(f.source == "package" for f in truth) or any(f.source in ("irds", "url") for f in truth):
         return None
     store.assemble(ds, roles=("truth",), show_progress=False)
     return ds, store.dataset_dir(ds) / "truth"
+
+
+def dataset_folders(task_id: str, name: str) -> tuple[Path, Path | None, str]:
+    """``$inputDataset`` and truth folders of a registry dataset of ``task_id``, assembled.
+
+    ``name`` is a full id (``arqmath-3-task1/test``), ``irds:<id>`` or the short name
+    (``test``). Input files that need a download or an import are a clear error that
+    says which command places them; missing truth only means "not scored".
+    """
+    from sharedtask.data import store
+    from sharedtask.errors import SharedTaskError
+
+    ds = get_dataset(name if "/" in name or name.startswith("irds:") else f"{task_id}/{name}")
+    if ds.task != task_id:
+        raise SharedTaskError(f"dataset {ds.id} belongs to task {ds.task}, not {task_id}")
+    missing = store.assemble(ds, show_progress=False)
+    inputs = [f.target for f in missing if f.role == "input"]
+    if inputs:
+        raise SharedTaskError(f"dataset {ds.id} lacks {', '.join(inputs)}",
+                              hint=f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from PATH")
+    root = store.dataset_dir(ds)
+    truth_missing = any(f.role == "truth" for f in missing)
+    return root / "input", None if truth_missing else root / "truth", ds.id

@@ -15,10 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sharedtask.errors import SharedTaskError, SpecError
-from sharedtask.spec import tasks_dir
+from sharedtask.spec import read_yaml, tasks_dir, yaml_path
 
 SCHEMA_FILE = "dataset.schema.json"
 REGISTRY_DIR = "datasets"
@@ -106,26 +104,14 @@ def _schema() -> dict[str, Any]:
         return json.load(fh)
 
 
-def _path_text(parts: list[Any]) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        with path.open(encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from None
-    # The task specs' cache of documents that passed their schema (sharedtask.spec) spares
-    # importing jsonschema on every short command (about 0.1 s of start-up).
     import hashlib
 
     from sharedtask.spec import _known_valid, _remember_valid
+
+    doc = read_yaml(path)
+    # The task specs' cache of documents that passed their schema (sharedtask.spec) spares
+    # importing jsonschema on every short command (about 0.1 s of start-up).
 
     digest = hashlib.sha256(json.dumps([_schema(), doc], sort_keys=True, default=str).encode()).hexdigest()
     if _known_valid(digest):
@@ -138,7 +124,7 @@ def _read(path: Path) -> dict[str, Any]:
         _remember_valid(digest)
     if errors:
         err = errors[0]
-        raise SpecError(f"{path}: {_path_text(list(err.absolute_path))}: {err.message}",
+        raise SpecError(f"{path}: {yaml_path(list(err.absolute_path))}: {err.message}",
                         hint=f"the registry format is {tasks_dir() / SCHEMA_FILE}")
     return doc
 

@@ -25,7 +25,7 @@ from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans
 from sharedtask.sandbox.outputs import Usage, output_usage
-from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Policy
+from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Limits, Policy
 from sharedtask.sandbox.probes import MemoryProbe
 from sharedtask.units import format_size
 
@@ -498,11 +498,10 @@ ENTRY_COST = 4096
 
 def _disk_usage(upper_dir: str, limit: int) -> Usage:
     """Bytes the container wrote to its own layer: allocated blocks, at least a block per entry."""
-    usage = output_usage(Path(upper_dir), max_bytes=limit, entry_cost=ENTRY_COST, allocated=True)
-    return usage
+    return output_usage(Path(upper_dir), max_bytes=limit, entry_cost=ENTRY_COST, allocated=True)
 
 
-def _classify(exit_code: int | None, oom_killed: bool, output: Usage, limits: Any) -> tuple[str, str]:
+def _classify(exit_code: int | None, oom_killed: bool, output: Usage, limits: Limits) -> tuple[str, str]:
     """Status and plain-words message of a container that ended by itself."""
     if oom_killed and exit_code != 0:
         return OOM, f"killed: out of memory at {format_size(limits.memory)}"
