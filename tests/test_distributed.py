@@ -256,3 +256,19 @@ def test_the_local_pool_stops_its_containers_when_interrupted(docker_client, tin
         log = tmp_path / f"run{i}" / "stdout.log"
         assert not log.exists() or str(i) not in log.read_text()
     wait_for(lambda: not own_containers(docker_client, tiny_image), 30)
+
+
+def test_a_job_that_every_worker_dies_on_is_given_up_after_three_deliveries(docker_client, broker, workers,
+                                                                             tiny_image, tmp_path):
+    job = make_job(docker_client, tiny_image, "sleep 60; cp /run.txt $outputDir/run.txt")
+    handle = CeleryExecutor(broker.url).submit(job, tmp_path / "out")
+    for n in range(3):
+        worker = workers(broker, f"wdies{n}")
+        wait_for(lambda: handle.state() == ("running", f"wdies{n}") and deliveries(broker, job) == n + 1, 90)
+        worker.kill()
+    workers(broker, "wlast")
+    result = handle.result(timeout=120)
+    assert (result.state, result.status, result.worker) == ("failed", "error", "wlast")
+    assert "delivered 3 times" in result.message
+    assert deliveries(broker, job) == 4
+    wait_for(lambda: not own_containers(docker_client, tiny_image), 30)  # the orphans were removed
