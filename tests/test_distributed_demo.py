@@ -99,3 +99,14 @@ def test_demo_renders_kubernetes_jobs_and_runs_nothing(docker_client, submission
     claims = {d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] for d in jobs}
     assert claims == {f"sample-{TASK}"}
     assert not (out / TASK / "team-a").exists()  # nothing ran
+
+
+def test_demo_ships_images_as_archives_named_by_id(docker_client, broker, workers, submissions, tmp_path,
+                                                     tiny_image, second_image):
+    workers(broker, "gamma")
+    out, images = tmp_path / "out", tmp_path / "images"
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--broker", broker.url, "--images-dir", str(images), "--out", str(out)]) == 1
+    ids = {docker_client.images.get(tag).id.split(":")[1] for tag in (tiny_image, second_image)}
+    assert {p.name for p in images.iterdir()} == {f"{i}.tar" for i in ids}  # each image once, no .part left
+    assert sorted(r["run"] for r in board(out)["runs"]) == ["team-a", "team-b"]
