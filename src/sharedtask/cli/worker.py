@@ -42,11 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import os
-
     from sharedtask.dockerclient import docker_client
     from sharedtask.executor.celery_app import WorkerConfig, default_name, start_worker
     from sharedtask.executor.remote import CeleryExecutor, _safe
+    from sharedtask.resources import cache_root
     from sharedtask.sandbox.orphans import reap_orphans
 
     if args.concurrency < 1:
@@ -59,8 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     CeleryExecutor(args.broker, queue=args.queue)  # one clear line when the broker does not answer
     reaped = reap_orphans(client)
     name = args.name or default_name()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    work = (args.work_dir or Path(base) / "sharedtask" / "worker").resolve()
+    work = (args.work_dir or cache_root() / "worker").resolve()
     console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {_safe(args.broker)}, "
                   f"{args.concurrency} parallel run(s), scratch {work}"
                   + (f"; removed {len(reaped)} container(s) left by a dead worker" if reaped else ""))
