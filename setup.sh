@@ -64,6 +64,24 @@ if [ "$MODE" = test ]; then
     fi
 fi
 
+# 3b. A real broker, a tiny static shell and a registry for the compute-worker tests (Debian's redis-server,
+#     busybox-static and docker-registry), test mode only; the tests start their own redis-server on a free loopback port.
+if [ "$MODE" = test ]; then
+    for pair in redis-server:redis-server busybox:busybox-static docker-registry:docker-registry; do
+        bin=${pair%%:*}; pkg=${pair#*:}
+        if ! command -v "$bin" >/dev/null 2>&1 || { [ "$bin" = busybox ] && ! dpkg -s busybox-static >/dev/null 2>&1; }; then
+            if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+                say "installing Debian's $pkg (for the compute-worker tests)"
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null \
+                    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null; }
+            else
+                say "$pkg is missing: the compute-worker tests will be skipped (install it: apt-get install $pkg)"
+            fi
+        fi
+    done
+    # Debian starts a system redis-server on 6379 when it installs it; the tests never use it.
+fi
+
 # 4. The job ------------------------------------------------------------------
 case "$MODE" in
     install) say "done: activate with 'source $VENV/bin/activate', then run 'sharedtask --help'" ;;

@@ -10,17 +10,20 @@ the others: they become rows with their status at the bottom of the leaderboard.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.executor.base import JobResult
+from sharedtask.executor.job import DONE, FAILED, DatasetRef, Job
 from sharedtask.finding_codes import finding
 from sharedtask.findings import Finding, Severity
 from sharedtask.images import ensure_software_image
 from sharedtask.manifest import Dataset, Manifest, Software
 from sharedtask.report import RunEntry, TaskSection
-from sharedtask.sandbox.outputs import REJECTED, remove_tree
+from sharedtask.sandbox.outputs import REJECTED
 from sharedtask.spec import Task
 
 Say = Callable[[str], None]
@@ -110,76 +113,209 @@ class _Observer:
         pass
 
 
-def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None,
-            on_validated: Callable[[RunEntry], None] | None = None) -> tuple[RunEntry, Any]:
-    """One software on one dataset: sandbox, validation, evaluation. Never raises for the run's own faults.
+@dataclass
+class Planned:
+    """One run of the batch: a software on a task's dataset, as a job (or why there is none)."""
+
+    task: Task
+    software: Software
+    dataset: Dataset
+    run_dir: Path
+    job: Job | None
+    error: str | None = None  # nothing can run: the build failed, the image is missing
+
+
+#: Called on every change of a run's state: (run, queued|running|done|failed|refused, worker or None).
+OnState = Callable[[Planned, str, "str | None"], None]
+
+
+def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "sample",
+         build_errors: dict[str, str | None] | None = None, image_source: Callable[[str], str | None] | None = None,
+         options: dict[str, Any] | None = None) -> list[Planned]:
+    """The jobs of one task: each software that serves it on the named dataset, named by content
+    (image id, sha256 of every input file), with its run folder ``OUT/<task>/<software>``."""
+    from sharedtask.dockerclient import docker_client
+    from sharedtask.executor.datasets import dataset_id, file_digests
+    from sharedtask.executor.images import image_id
+    from sharedtask.sandbox.api import dataset_id_of
+
+    dataset = manifest.dataset(task, dataset_name)
+    client = docker_client()
+    planned = []
+    ref: DatasetRef | None = None
+    for sw in manifest.for_task(task.id):
+        run_dir = out_dir / task.id / sw.name
+        error = (build_errors or {}).get(sw.image)
+        if error:
+            planned.append(Planned(task, sw, dataset, run_dir, None, f"image build failed: {error}"))
+            continue
+        try:
+            ident = image_id(client, sw.image)
+            if ref is None:
+                if not dataset.input_dir.is_dir():
+                    raise SharedTaskError(f"input dataset directory {dataset.input_dir} does not exist")
+                ref = DatasetRef(dataset_id(task.id, dataset.name, dataset.input_dir, task.sample_dir / "input"),
+                                 file_digests(dataset.input_dir))
+        except SharedTaskError as exc:
+            planned.append(Planned(task, sw, dataset, run_dir, None, f"sandbox: {exc}"))
+            continue
+        job = Job(task=task.id, software=sw.name, image=sw.image, image_id=ident, command=sw.command_for(task.id),
+                  dataset=ref, image_source=image_source(sw.image) if image_source else None,
+                  options={"dataset_id": dataset_id_of(dataset.input_dir), **(options or {})})
+        planned.append(Planned(task, sw, dataset, run_dir, job))
+    return planned
+
+
+def entry_for(run: Planned, result: JobResult | None, say: Say,
+              on_validated: Callable[[RunEntry], None] | None = None) -> tuple[RunEntry, Any]:
+    """The report's row for a finished run, evaluated when it succeeded with a valid run file.
 
     ``on_validated`` sees the entry once the sandbox and the validator are done, before
     the evaluation (the submission service shows findings while scoring goes on).
     """
     from sharedtask.evaluate import evaluate
-    from sharedtask.sandbox import run as sandbox_run
 
-    command = sw.command_for(task.id)
-    entry = RunEntry(name=sw.name, image=sw.image, command=command, status="error", valid=None,
+    task, sw, dataset = run.task, run.software, run.dataset
+    entry = RunEntry(name=sw.name, image=sw.image, command=sw.command_for(task.id), status="error", valid=None,
                      findings=[], scores={}, per_topic={}, record={})
-    if build_error:
-        entry.notes.append(f"image build failed: {build_error}")
+    if result is None or result.status in ("error", "refused"):
+        reason = run.error if result is None else (result.message if result.status == "refused"
+                                                   else f"sandbox: {result.message}")
+        entry.notes.append(reason or "not run")
         return entry, None
-    run_dir = out_dir / task.id / sw.name
-    remove_tree(run_dir)  # a previous run's output: any depth, links not followed
-    run_dir.mkdir(parents=True)
-    try:
-        outcome = sandbox_run(task, sw.image, command=command, input_dir=dataset.input_dir,
-                              output_dir=run_dir / "output", record_dir=run_dir,
-                              observer=_Observer(say, sw.name))
-    except SharedTaskError as exc:
-        entry.notes.append(f"sandbox: {exc}")
-        return entry, None
-    entry.status = outcome.result.status
-    entry.record = outcome.record
-    entry.findings = findings_from_validation(outcome.validation)
-    entry.valid = validity(outcome.validation)
+    entry.status = result.status
+    entry.record = result.record
+    entry.findings = findings_from_validation(result.validation)
+    entry.valid = validity(result.validation)
     if on_validated is not None:
         on_validated(entry)
-    if not outcome.result.ok or entry.valid is False or dataset.truth_dir is None:
+    if result.status != "success" or entry.valid is False or dataset.truth_dir is None:
         return entry, None
-    run_file = Path(outcome.validation["run_file"])
+    run_file = Path(result.validation["run_file"])
     say(f"{sw.name}: evaluating")
     try:
-        result = evaluate(run_file, task, truth_dir=dataset.truth_dir, input_dir=dataset.input_dir,
+        scored = evaluate(run_file, task, truth_dir=dataset.truth_dir, input_dir=dataset.input_dir,
                           per_topic=True, run_name=sw.name)
     except SharedTaskError as exc:
         entry.notes.append(f"evaluation: {exc}")
         return entry, None
-    entry.scores = dict(result.scores)
-    entry.per_topic = {k: dict(v) for k, v in result.per_topic.items()}
-    entry.notes.extend(result.notes)
-    return entry, result
+    entry.scores = dict(scored.scores)
+    entry.per_topic = {k: dict(v) for k, v in scored.per_topic.items()}
+    entry.notes.extend(scored.notes)
+    return entry, scored
+
+
+def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None,
+            on_validated: Callable[[RunEntry], None] | None = None) -> tuple[RunEntry, Any]:
+    """One software on one dataset, here and now, in this process's sandbox (the submission
+    service's path); the row is made by :func:`entry_for`, as for a batch. Never raises for
+    the run's own faults."""
+    from sharedtask.sandbox import run as sandbox_run
+    from sharedtask.sandbox.outputs import remove_tree
+
+    run = Planned(task, sw, dataset, out_dir / task.id / sw.name, None,
+                  f"image build failed: {build_error}" if build_error else None)
+    if build_error:
+        return entry_for(run, None, say)
+    remove_tree(run.run_dir)  # a previous run's output: any depth, links not followed
+    run.run_dir.mkdir(parents=True)
+    try:
+        outcome = sandbox_run(task, sw.image, command=sw.command_for(task.id), input_dir=dataset.input_dir,
+                              output_dir=run.run_dir / "output", record_dir=run.run_dir,
+                              observer=_Observer(say, sw.name))
+    except SharedTaskError as exc:
+        run.error = f"sandbox: {exc}"
+        return entry_for(run, None, say)
+    result = JobResult("local", DONE if outcome.result.ok else FAILED, outcome.result.status,
+                       outcome.result.message, "local", outcome.validation, outcome.record, run.run_dir)
+    return entry_for(run, result, say, on_validated=on_validated)
+
+
+def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState | None = None,
+            resume: bool = False) -> dict[int, JobResult | None]:
+    """Submit every job, follow their states, and return each run's result (by position).
+
+    A result is taken once per job id: two runs with the same job share it, and a job
+    reported twice by a backend is still counted once.
+    """
+    handles: dict[str, Any] = {}
+    for run in runs:
+        if run.job is None and on_state is not None:
+            on_state(run, FAILED, None)  # nothing to run (failed build, missing image): said at once
+        if run.job is not None and run.job.id not in handles:
+            handles[run.job.id] = executor.submit(run.job, run.run_dir, input_dir=run.dataset.input_dir,
+                                                  observer=_Observer(say, run.software.name), resume=resume)
+    results: dict[str, JobResult] = {}
+    last: dict[str, tuple[str, str | None]] = {}
+    by_job = {run.job.id: run for run in reversed(runs) if run.job is not None}
+    pending = list(handles)
+    while pending:
+        for job_id in list(pending):
+            handle = handles[job_id]
+            if getattr(handle, "lazy", False) and pending[0] == job_id:
+                handle.result()  # a pool of one: runs here, now
+            state = handle.state()
+            if on_state is not None and last.get(job_id) != state:
+                on_state(by_job[job_id], *state)
+            last[job_id] = state
+            if handle.done():
+                results[job_id] = handle.result()
+                pending.remove(job_id)
+        if pending and not getattr(handles[pending[0]], "lazy", False):
+            time.sleep(0.2)
+    return {i: (results[run.job.id] if run.job is not None else None) for i, run in enumerate(runs)}
+
+
+def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *, dataset_name: str = "sample",
+              build_errors: dict[str, str | None] | None = None, executor: Any = None,
+              on_state: OnState | None = None, resume: bool = False,
+              image_source: Callable[[str], str | None] | None = None,
+              on_task: Callable[[TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+    """Every task's runs through one executor at once (so workers stay busy across tasks), then
+    each task's evaluation, leaderboard and files, in order."""
+    from sharedtask.evaluate import leaderboard
+    from sharedtask.executor import LocalExecutor
+
+    if build_errors is None:
+        softwares = [sw for t in tasks for sw in manifest.for_task(t.id)]
+        build_errors = build_images(with_parents(softwares, manifest), say)
+    own = executor is None
+    executor = executor or LocalExecutor(1)
+    runs = [run for t in tasks for run in plan(t, manifest, out_dir, dataset_name=dataset_name,
+                                              build_errors=build_errors, image_source=image_source)]
+    try:
+        results = execute(runs, executor, say, on_state=on_state, resume=resume)
+    except KeyboardInterrupt:
+        if own:
+            executor.close(interrupted=True)
+        raise
+    if own:
+        executor.close()
+    outcomes = []
+    for task in tasks:
+        entries: list[RunEntry] = []
+        scored: dict[str, Any] = {}
+        for i, run in enumerate(runs):
+            if run.task.id != task.id:
+                continue
+            entry, result = entry_for(run, results[i], say)
+            entries.append(entry)
+            if result is not None:
+                scored[run.software.name] = result
+        board = leaderboard(scored, task, test="ttest") if scored else None
+        outcome = TaskOutcome(task, manifest.dataset(task, dataset_name), entries, board, scored)
+        _write_task_files(outcome, out_dir)
+        if on_task is not None:
+            on_task(outcome)
+        outcomes.append(outcome)
+    return outcomes
 
 
 def run_task(task: Task, manifest: Manifest, out_dir: Path, say: Say, *, dataset_name: str = "sample",
-             build_errors: dict[str, str | None] | None = None, advance: Callable[[], None] | None = None) -> TaskOutcome:
-    from sharedtask.evaluate import leaderboard
-
-    dataset = manifest.dataset(task, dataset_name)
-    softwares = manifest.for_task(task.id)
-    if build_errors is None:
-        build_errors = build_images(with_parents(softwares, manifest), say)
-    entries: list[RunEntry] = []
-    results: dict[str, Any] = {}
-    for sw in softwares:
-        say(f"{task.id}: running {sw.name}")
-        entry, result = run_one(task, sw, dataset, out_dir, say, build_errors.get(sw.image))
-        entries.append(entry)
-        if result is not None:
-            results[sw.name] = result
-        if advance:
-            advance()
-    board = leaderboard(results, task, test="ttest") if len(results) >= 1 else None
-    outcome = TaskOutcome(task, dataset, entries, board, results)
-    _write_task_files(outcome, out_dir)
-    return outcome
+             build_errors: dict[str, str | None] | None = None, executor: Any = None) -> TaskOutcome:
+    """One task's runs (see :func:`run_tasks`)."""
+    return run_tasks([task], manifest, out_dir, say, dataset_name=dataset_name, build_errors=build_errors,
+                     executor=executor)[0]
 
 
 def not_scored(outcome: TaskOutcome) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ wheel they are shipped under ``sharedtask/_data``. One lookup serves both.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -37,3 +38,9 @@ def repo_root() -> Path | None:
     """The source checkout root when running from one (needed to build images)."""
     checkout = _PACKAGE_DIR.parent.parent
     return checkout if (checkout / "pyproject.toml").is_file() else None
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/sharedtask`` (default ``~/.cache/sharedtask``): caches, the data store, worker scratch."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sharedtask"

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import yaml
 
 from sharedtask.errors import SpecError, UnknownTaskError
-from sharedtask.resources import resource
+from sharedtask.resources import cache_root, resource
 from sharedtask.units import parse_size
 
 SCHEMA_FILE = "task.schema.json"
@@ -303,8 +303,7 @@ def _cache_file() -> Path | None:
     """Where digests of specs that passed the schema are remembered (None: no cache)."""
     if os.environ.get("SHAREDTASK_NO_CACHE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sharedtask" / "valid-specs.txt"
+    return cache_root() / "valid-specs.txt"
 
 
 def _digest(doc: dict[str, Any]) -> str:

@@ -45,13 +45,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "submission) as a team, publish the leaderboards and keep serving until Ctrl-C "
                              "(the organizer's sign-in link is printed)")
     parser.add_argument("--port", type=int, default=8000, help="port of the service with --serve (default: 8000)")
+    where = parser.add_argument_group("where the runs happen (docs/distributed.md)")
+    where.add_argument("--parallel", type=int, default=1, metavar="N",
+                       help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
+    where.add_argument("--broker", metavar="URL",
+                       help="send the runs to `sharedtask worker` processes through this Celery broker "
+                            "(redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, amqp://...)")
+    where.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
+    where.add_argument("--images-dir", type=Path, metavar="DIR",
+                       help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
+                            "(DIR must be readable by them at the same path, or served at --images-url)")
+    where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
+    where.add_argument("--registry", metavar="HOST:PORT",
+                       help="with --broker: push each image to this registry; workers pull it by digest")
+    where.add_argument("--kubernetes", type=Path, metavar="DIR",
+                       help="run nothing: write one Kubernetes Job + NetworkPolicy per run to DIR "
+                            "(rendered from the sandbox policy; not yet tried on a cluster)")
+    where.add_argument("--resume", action="store_true",
+                       help="keep the runs already finished in --out for the same job (always on with --broker)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from sharedtask.pipeline import build_images, run_task, sections, with_parents
+    from sharedtask.executor import executor_for
+    from sharedtask.pipeline import build_images, run_tasks, sections, with_parents
     from sharedtask.manifest import load_manifest
     from sharedtask.report import write_report
     from sharedtask.spec import all_tasks, load_task
@@ -73,6 +92,16 @@ def _run(args: argparse.Namespace) -> int:
 
     from sharedtask.images import docker_client
 
+    if args.parallel < 1:
+        raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
+    if not args.broker and (args.images_dir or args.images_url or args.queue):
+        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    if args.registry and not (args.broker or args.kubernetes):
+        raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
+    if args.kubernetes and args.broker:
+        raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
+    if args.images_url and not args.images_dir:
+        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -100,12 +129,32 @@ def _run(args: argparse.Namespace) -> int:
                 progress.console.print(f"[bold red]build failed[/] {markup_safe(image)}: {markup_safe(error, 2000, keep_newlines=True)}")
         if args.serve:
             return _serve(tasks, manifest, out, args, progress, say)
+        if args.kubernetes:
+            return _render_kubernetes(args, tasks, manifest, out, build_errors)
         runs = progress.add_task("sandboxed runs", total=total)
-        for task in tasks:
-            outcome = run_task(task, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
-                               advance=lambda: progress.advance(runs))
+
+        def on_state(run, state: str, worker: str | None) -> None:
+            where = f" on {markup_safe(worker)}" if worker else ""
+            colour = {"done": "green", "failed": "red", "refused": "red", "running": "cyan"}.get(state, "dim")
+            progress.console.print(f"  {markup_safe(run.task.id)}/{markup_safe(run.software.name)}: "
+                                   f"[{colour}]{state}[/]{where}")
+            if state in ("done", "failed", "refused"):
+                progress.advance(runs)
+
+        def on_task(outcome) -> None:
             outcomes.append(outcome)
             progress.console.print(_task_table(outcome))
+
+        executor = executor_for(args.broker, parallel=args.parallel, queue=args.queue)
+        image_source = _image_source(args) if args.broker else None
+        try:
+            run_tasks(tasks, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
+                      executor=executor, on_state=on_state, resume=args.resume or bool(args.broker),
+                      image_source=image_source, on_task=on_task)
+        except KeyboardInterrupt:
+            executor.close(interrupted=True)
+            raise
+        executor.close()
         progress.update(status, description="done", total=1, completed=1)
 
     report = write_report(args.report or out / "report.html", sections(outcomes), title="sharedtask demo")
@@ -133,6 +182,43 @@ def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress:
     if args.json:
         print(json.dumps(result, indent=2))
     return 0
+
+
+def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
+    """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
+    from sharedtask.executor.kubernetes import _name, write_manifests
+    from sharedtask.pipeline import plan
+
+    source = _image_source(args)
+    written = 0
+    for task in tasks:
+        for run in plan(task, manifest, out, dataset_name=args.dataset, build_errors=build_errors,
+                        image_source=source):
+            if run.job is None:
+                console.print(f"[red]{markup_safe(run.software.name)}[/]: {markup_safe(run.error or '', 300)}")
+                continue
+            image = (run.job.image_source or "").partition(":")[2] or run.job.image
+            path = write_manifests(run.job, args.kubernetes, image=image, input_claim=_name(run.job.dataset.id))
+            console.print(f"{markup_safe(task.id)}/{markup_safe(run.software.name)}: {markup_safe(str(path))}")
+            written += 1
+    console.print(f"[bold]{written} Kubernetes Job(s)[/] in {args.kubernetes} (nothing ran; "
+                  "each needs a PersistentVolumeClaim named after its dataset holding input/)")
+    return 0
+
+
+def _image_source(args: argparse.Namespace):
+    """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
+    from sharedtask.executor import images
+
+    client = docker_client()
+    if args.registry:
+        return lambda image: "registry:" + images.push(client, image, args.registry)
+    if args.images_dir:
+        def archive(image: str) -> str:
+            path = images.save_archive(client, image, args.images_dir.resolve())
+            return "archive:" + (f"{args.images_url.rstrip('/')}/{path.name}" if args.images_url else str(path))
+        return archive
+    return None
 
 
 def _task_table(outcome) -> Table:

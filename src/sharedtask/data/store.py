@@ -26,6 +26,7 @@ from sharedtask.data import checksum, fetch, irds
 from sharedtask.data.progress import byte_progress
 from sharedtask.data.registry import DataFile, Dataset
 from sharedtask.errors import SharedTaskError
+from sharedtask.resources import cache_root
 
 MANIFEST = "manifest.json"
 
@@ -34,8 +35,7 @@ def store_root() -> Path:
     own = os.environ.get("SHAREDTASK_DATA")
     if own:
         return Path(own)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sharedtask" / "data"
+    return cache_root() / "data"
 
 
 def dataset_dir(ds: Dataset) -> Path:

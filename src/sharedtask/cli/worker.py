@@ -1,0 +1,69 @@
+"""``sharedtask worker``: a compute worker that takes run jobs from a Celery broker."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from sharedtask.errors import SharedTaskError
+
+console = Console(highlight=False, stderr=True)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from sharedtask.executor.celery_app import DEFAULT_QUEUE, DEFAULT_VISIBILITY
+
+    parser = sub.add_parser(
+        "worker",
+        help="a compute worker: take run jobs from a broker, run them sandboxed, send the outputs back",
+        description=(
+            "Runs on each machine that has Docker. Takes the jobs that `sharedtask demo --broker URL` "
+            "enqueues, checks the image id and the dataset's checksums, runs each job with the same "
+            "sandbox as `sharedtask run` and sends the run folder back through the result backend. "
+            "Containers left by a worker that died on this machine are removed at start."
+        ),
+    )
+    parser.add_argument("--broker", required=True, metavar="URL",
+                        help="redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS) or amqp://USER:PASSWORD@HOST//")
+    parser.add_argument("--queue", default=DEFAULT_QUEUE, metavar="NAME", help=f"queue to take jobs from (default: {DEFAULT_QUEUE})")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N", help="parallel runs on this machine (default: 1)")
+    parser.add_argument("--data-root", type=Path, metavar="DIR",
+                        help="where datasets live: DIR/<dataset id>/input (besides the data store and the bundled samples)")
+    parser.add_argument("--work-dir", type=Path, metavar="DIR",
+                        help="scratch folder for runs before they are sent back (default: ~/.cache/sharedtask/worker)")
+    parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
+    parser.add_argument("--visibility-timeout", type=float, default=DEFAULT_VISIBILITY, metavar="S",
+                        help=f"Redis: a dead worker's job is delivered again after S seconds (default: {DEFAULT_VISIBILITY:g})")
+    parser.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="Celery's log level (default: WARNING)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sharedtask.dockerclient import docker_client
+    from sharedtask.executor.celery_app import WorkerConfig, default_name, start_worker
+    from sharedtask.executor.remote import CeleryExecutor, _safe
+    from sharedtask.resources import cache_root
+    from sharedtask.sandbox.orphans import reap_orphans
+
+    if args.concurrency < 1:
+        raise SharedTaskError(f"--concurrency must be at least 1, not {args.concurrency}")
+    if args.visibility_timeout <= 0:
+        raise SharedTaskError(f"--visibility-timeout must be positive, not {args.visibility_timeout:g}")
+    if args.data_root is not None and not args.data_root.is_dir():
+        raise SharedTaskError(f"--data-root {args.data_root} is not a folder")
+    client = docker_client()  # one clear line when Docker is not there
+    CeleryExecutor(args.broker, queue=args.queue)  # one clear line when the broker does not answer
+    reaped = reap_orphans(client)
+    name = args.name or default_name()
+    work = (args.work_dir or cache_root() / "worker").resolve()
+    console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {_safe(args.broker)}, "
+                  f"{args.concurrency} parallel run(s), scratch {work}"
+                  + (f"; removed {len(reaped)} container(s) left by a dead worker" if reaped else ""))
+    config = WorkerConfig(broker=args.broker, name=name,
+                          data_root=args.data_root.resolve() if args.data_root else None,
+                          work_dir=work, visibility_timeout=args.visibility_timeout)
+    start_worker(config, queue=args.queue, concurrency=args.concurrency, loglevel=args.loglevel)
+    return 0

@@ -1,0 +1,135 @@
+"""The executor seam: ``submit(job, run_dir) -> handle``, the same for every backend.
+
+A backend (the local pool, Celery compute workers, a Kubernetes rendering) takes a
+:class:`~sharedtask.executor.job.Job` and eventually leaves a complete run folder at
+``run_dir`` with ``job-result.json`` in it. Every run, wherever it happens, goes
+through :func:`execute_in`, i.e. :func:`sharedtask.sandbox.run`: one run logic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from sharedtask.executor.job import DONE, FAILED, REFUSED, Job
+from sharedtask.sandbox.outputs import REJECTED
+
+RESULT_FILE = "job-result.json"
+
+
+@dataclass
+class JobResult:
+    """How a job ended: the sandbox's status and message, the validator's verdict, the run record."""
+
+    job_id: str
+    state: str  # done | failed | refused
+    status: str  # the sandbox's status (success, failed, timeout, oom, ...), or "refused" / "error"
+    message: str
+    worker: str
+    validation: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
+    run_dir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success" and self.validation.get("status") not in REJECTED
+
+    def to_json(self) -> dict[str, Any]:
+        raw = asdict(self)
+        raw["run_dir"] = None if self.run_dir is None else str(self.run_dir)
+        return raw
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> "JobResult":
+        fields = dict(raw)
+        fields["run_dir"] = Path(raw["run_dir"]) if raw.get("run_dir") else None
+        return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
+
+    def relocated(self, run_dir: Path) -> "JobResult":
+        """The same result for a run folder that now lives at ``run_dir`` (after landing)."""
+        validation = dict(self.validation)
+        if validation.get("run_file"):
+            validation["run_file"] = str(run_dir / "output" / validation["run_file"])
+        return JobResult(self.job_id, self.state, self.status, self.message, self.worker, validation,
+                         self.record, run_dir)
+
+
+class Handle(Protocol):
+    """A submitted job: poll its state, wait for its result."""
+
+    job: Job
+    run_dir: Path
+
+    def state(self) -> tuple[str, str | None]:
+        """(queued | running | done | failed | refused, the worker's name when known)."""
+        ...
+
+    def done(self) -> bool: ...
+
+    def result(self, timeout: float | None = None) -> JobResult: ...
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
+               observer: Any | None = None) -> Handle: ...
+
+    def close(self) -> None: ...
+
+
+def portable(run_dir: Path, result: JobResult) -> dict[str, Any]:
+    """The result as JSON that holds no path of this machine: the run file relative to ``output/``."""
+    raw = result.to_json()
+    raw["run_dir"] = None
+    raw["validation"] = dict(raw["validation"])
+    run_file = raw["validation"].get("run_file")
+    if run_file:
+        output = (run_dir / "output").resolve()
+        path = Path(run_file).resolve()
+        raw["validation"]["run_file"] = path.relative_to(output).as_posix() if path.is_relative_to(output) else path.name
+    return raw
+
+
+def write_result(run_dir: Path, result: JobResult) -> str:
+    """``job-result.json``'s text (see :func:`portable`)."""
+    return json.dumps(portable(run_dir, result), indent=2, sort_keys=True) + "\n"
+
+
+def landed(run_dir: Path, job: Job) -> JobResult | None:
+    """The result already in ``run_dir`` for this very job (a coordinator restarted), else None."""
+    try:
+        raw = json.loads((run_dir / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if raw.get("job_id") != job.id:
+        return None
+    return JobResult.from_json(raw).relocated(run_dir)
+
+
+def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: str,
+               observer: Any | None = None) -> JobResult:
+    """Run the job in the sandbox into ``run_dir`` (created, must not hold a run) and say how it ended.
+
+    The one place every backend runs a job: :func:`sharedtask.sandbox.run` with the
+    task's limits and the job's overrides, the same call as ``sharedtask run``.
+    """
+    from sharedtask.sandbox import run as sandbox_run
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
+                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **job.options)
+    state = DONE if outcome.result.ok else FAILED
+    record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
+    outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    result = JobResult(job.id, state, outcome.result.status, outcome.result.message, worker,
+                       dict(outcome.validation), record, run_dir)
+    (run_dir / RESULT_FILE).write_text(write_result(run_dir, result), encoding="utf-8")
+    return result
+
+
+def refused(job: Job, worker: str, reason: str) -> JobResult:
+    """A job a worker would not run (image or dataset not as the organizer's): nothing ran."""
+    return JobResult(job.id, REFUSED, "refused", reason, worker)

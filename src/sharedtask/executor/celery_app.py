@@ -1,0 +1,215 @@
+"""Celery compute workers: the app, its one task, and the safety nets around it.
+
+Codabench dispatches submissions through a Celery broker to compute workers, and
+TIRA's newer worker is a Celery task too; this follows that model. Settings that
+make a job survive faults (Celery docs, "Tasks: acks_late", "Optimizing: prefetch"):
+
+- ``task_acks_late`` + ``task_reject_on_worker_lost``: a job is acknowledged only
+  when it has finished; a worker killed mid-run leaves it unacknowledged, and the
+  broker delivers it again;
+- ``worker_prefetch_multiplier = 1``: a worker holds no more jobs than it runs;
+- with Redis the unacknowledged job comes back after the *visibility timeout*
+  (kombu's redis transport restores entries of its ``unacked_index`` sorted set
+  older than that). A live worker refreshes the score of each job it runs (a
+  lease), so a long run is never handed out twice while its worker lives, and a
+  dead worker's job returns within the timeout;
+- Redis is started with AOF (``appendonly yes``) so that a restarted broker keeps
+  the queue; RabbitMQ (``amqp://``) keeps durable queues by itself;
+- a job is delivered at most ``MAX_DELIVERIES`` times: a job that kills every
+  worker it meets is reported as failed instead of going round for ever.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sharedtask.errors import SharedTaskError
+
+TASK_NAME = "sharedtask.run_job"
+DEFAULT_QUEUE = "sharedtask"
+DEFAULT_VISIBILITY = 60.0  # s before a dead worker's job is delivered again
+MAX_DELIVERIES = 3
+RESULT_TTL = 30 * 24 * 3600  # s results (and "submitted" marks) are kept in the backend
+KEY_PREFIX = "sharedtask:"
+#: Largest run-folder archive (base64 characters) a worker sends back through the result backend.
+MAX_ARCHIVE = 256 * 2**20
+
+
+def is_redis(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
+def make_app(broker: str, *, backend: str | None = None, queue: str = DEFAULT_QUEUE,
+             visibility_timeout: float = DEFAULT_VISIBILITY) -> Any:
+    """A Celery app on ``broker``; the result backend is the broker itself for Redis, RPC otherwise."""
+    from celery import Celery
+
+    app = Celery("sharedtask", broker=broker, backend=backend or (broker if is_redis(broker) else "rpc://"))
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_track_started=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=queue,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_expires=RESULT_TTL,
+        result_extended=True,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        # kombu scans for expired leases every interval * throttle seconds (its docs, redis transport).
+        broker_transport_options={"visibility_timeout": visibility_timeout,
+                                  "unacked_restore_interval": max(1.0, min(10.0, visibility_timeout / 4)),
+                                  "unacked_restore_throttle": 1},
+        # A result finished while the broker restarts is stored once it is back, not lost.
+        result_backend_always_retry=True,
+        result_backend_max_retries=60,
+        result_backend_transport_options={"retry_policy": {"max_retries": 20, "interval_step": 0.5}},
+        worker_hijack_root_logger=False,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+    )
+    return app
+
+
+# ----------------------------------------------------------------------------- the worker's side
+
+@dataclass
+class WorkerConfig:
+    broker: str
+    name: str
+    data_root: Path | None
+    work_dir: Path
+    visibility_timeout: float
+
+
+_config: WorkerConfig | None = None
+_delivery_tags: dict[str, str] = {}  # task id -> kombu delivery tag (redis: the unacked entry)
+
+
+def _redis(url: str) -> Any:
+    """A client that waits out a broker restart (about a minute of retries) instead of failing the job."""
+    import redis
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=10, health_check_interval=30,
+                                retry=Retry(ExponentialBackoff(cap=4, base=0.25), 20),
+                                retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError])
+
+
+class _Lease(threading.Thread):
+    """Keeps a running job's unacked entry fresh, so the broker does not hand it out again."""
+
+    def __init__(self, config: WorkerConfig, tag: str | None) -> None:
+        super().__init__(name="sharedtask-lease", daemon=True)
+        self.config, self.tag = config, tag
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        if self.tag is None or not is_redis(self.config.broker):
+            return
+        client = _redis(self.config.broker)
+        interval = max(0.5, self.config.visibility_timeout / 4)
+        while not self.stop.wait(interval):
+            try:
+                # XX: refresh only; never re-add an entry that the ack has removed.
+                client.zadd("unacked_index", {self.tag: time.time()}, xx=True)
+            except Exception:  # noqa: BLE001 - broker away for a moment: try at the next tick
+                continue
+
+
+def _deliveries(config: WorkerConfig, job_id: str) -> int:
+    """How many times this job has been handed to a worker (1 the first time); 1 without Redis."""
+    if not is_redis(config.broker):
+        return 1
+    client = _redis(config.broker)
+    key = f"{KEY_PREFIX}deliveries:{job_id}"
+    count = int(client.incr(key))
+    client.expire(key, RESULT_TTL)
+    return count
+
+
+def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
+    import uuid
+
+    from sharedtask.dockerclient import docker_client
+    from sharedtask.executor import datasets, images
+    from sharedtask.executor.base import JobResult, execute_in, portable, refused
+    from sharedtask.executor.job import FAILED, Job
+    from sharedtask.executor.transfer import pack
+    from sharedtask.sandbox.outputs import remove_tree
+
+    config = _config
+    assert config is not None, "run_job runs inside `sharedtask worker`"
+    job = Job.from_json(payload)
+    count = _deliveries(config, job.id)
+    if count > MAX_DELIVERIES:
+        result = JobResult(job.id, FAILED, "error", f"delivered {count - 1} times and every worker running it "
+                           "died (killed, out of memory, machine lost): not tried again", config.name)
+        return result.to_json()
+    lease = _Lease(config, _delivery_tags.get(task_id))
+    lease.start()
+    work = config.work_dir / f"{job.id}-{uuid.uuid4().hex[:8]}"
+    try:
+        try:
+            input_dir = datasets.locate(job.dataset, config.data_root)
+            datasets.check(job.dataset, input_dir)
+            image = images.ensure(job, docker_client())
+        except SharedTaskError as exc:
+            return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
+        run_dir = work / "run"
+        try:
+            result = execute_in(job, input_dir, run_dir, image, worker=config.name)
+        except SharedTaskError as exc:
+            result = JobResult(job.id, FAILED, "error", str(exc), config.name, run_dir=run_dir)
+        raw = portable(run_dir, result)
+        if run_dir.is_dir():
+            raw["archive"], raw["archive_sha256"] = pack(run_dir)
+            if len(raw["archive"]) > MAX_ARCHIVE:  # Redis keeps at most 512 MB in one value
+                size = len(raw["archive"]) * 3 // 4
+                remove_tree(run_dir / "output")
+                raw["archive"], raw["archive_sha256"] = pack(run_dir)  # logs and record still go back
+                raw.update(state=FAILED, status="output-limit", validation={"status": "no run file"},
+                           message=f"the outputs are {size / 2**20:.0f} MB compressed, more than a worker "
+                                   f"sends back ({MAX_ARCHIVE * 3 // 4 // 2**20} MB)")
+        return raw
+    finally:
+        lease.stop.set()
+        _delivery_tags.pop(task_id, None)
+        remove_tree(work)
+
+
+def start_worker(config: WorkerConfig, *, queue: str, concurrency: int, loglevel: str = "WARNING") -> None:
+    """Run a Celery worker in this process until it is stopped (SIGTERM: warm shutdown)."""
+    from celery import signals
+
+    global _config
+    _config = config
+    config.work_dir.mkdir(parents=True, exist_ok=True)
+    app = make_app(config.broker, queue=queue, visibility_timeout=config.visibility_timeout)
+
+    @app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
+    def _task(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        return run_job(payload, self.request.id)
+
+    @signals.task_received.connect(weak=False)
+    def _remember(request: Any = None, **_: Any) -> None:
+        message = getattr(request, "message", None)
+        if message is not None:
+            _delivery_tags[request.id] = message.delivery_tag
+
+    argv = ["worker", f"--hostname={config.name}", f"--queues={queue}", f"--concurrency={concurrency}",
+            "--pool=threads", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
+    app.worker_main(argv=argv)
+
+
+def default_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"

@@ -1,0 +1,135 @@
+"""The sandbox policy as Kubernetes objects: a Job per run and a default-deny NetworkPolicy.
+
+Rendered only: no cluster exists where this was written, so nothing here has run
+on one (README, "The path to Kubernetes"). Every field comes from the same
+:class:`~sharedtask.sandbox.policy.Policy` the Docker sandbox enforces, mapped to
+the Kubernetes API (v1 Job, PodSecurityContext/SecurityContext, ResourceRequirements,
+EmptyDir sizeLimit, networking.k8s.io/v1 NetworkPolicy, RuntimeClass), built with the
+official ``kubernetes`` client's models so that a misspelt field fails here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.executor.job import Job
+from sharedtask.sandbox.policy import (INPUT_MOUNT, OUTPUT_MOUNT, SANDBOX_USER, Limits, Policy, parse_runtime,
+                                       parse_user)
+from sharedtask.sandbox.runner import contract_environment, substitute
+
+JOB_LABEL = "sharedtask.io/job"
+#: The RuntimeClass name gVisor's documentation uses for runsc (gvisor.dev, "Kubernetes").
+GVISOR_RUNTIME_CLASS = "gvisor"
+
+
+def _name(text: str) -> str:
+    """An RFC 1123 label (what Kubernetes accepts as an object name): lower case, digits, '-', <= 63."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-") or "run"
+
+
+def policy_for(job: Job) -> Policy:
+    """The sandbox policy of the job: the task's limits with the job's overrides, as `sharedtask run` builds it."""
+    from sharedtask.spec import load_task
+
+    task = load_task(job.task)
+    opts = job.options
+    limits = Limits.from_spec(task.sandbox).with_overrides(
+        memory=opts.get("memory"), cpus=opts.get("cpus"), timeout=opts.get("timeout"), pids=opts.get("pids"),
+        max_output=opts.get("max_output"), disk=opts.get("disk"))
+    # A pod cannot take the organizer's own uid ("me"): the fixed unprivileged sandbox user instead.
+    user = opts.get("user")
+    return Policy(limits=limits, network=opts.get("network"),
+                  user=parse_user(user) if user not in (None, "me") else SANDBOX_USER,
+                  read_only_root=bool(opts.get("read_only_root", False)),
+                  runtime=parse_runtime(opts.get("runtime") or task.sandbox.runtime))
+
+
+def _client() -> Any:
+    try:
+        from kubernetes import client
+    except ImportError:
+        raise SharedTaskError("rendering Kubernetes manifests needs the kubernetes package",
+                              hint="pip install 'sharedtask[kubernetes]'") from None
+    return client
+
+
+def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedtask") -> list[Any]:
+    """[V1Job, V1NetworkPolicy] for one job; ``input_claim`` is the PersistentVolumeClaim holding
+    the dataset's ``input/`` (mounted read-only), ``image`` the reference with its digest."""
+    k = _client()
+
+    policy = policy_for(job)
+    lim = policy.limits
+    uid, _, gid = (policy.user or SANDBOX_USER).partition(":")
+    name = _name(f"{job.software}-{job.id[4:16]}")
+    labels = {JOB_LABEL: job.id, "app.kubernetes.io/managed-by": "sharedtask"}
+    amounts = {"cpu": f"{int(lim.cpus * 1000)}m", "memory": str(lim.memory), "ephemeral-storage": str(lim.disk)}
+    env = contract_environment(str(job.options.get("dataset_id", job.dataset.id)), False)
+    container = k.V1Container(
+        name="run",
+        image=image,
+        image_pull_policy="IfNotPresent",
+        command=["sh", "-c"] if job.command is not None else None,
+        args=[substitute(job.command, False)] if job.command is not None else None,
+        env=[k.V1EnvVar(name=key, value=value) for key, value in sorted(env.items())],
+        resources=k.V1ResourceRequirements(requests=dict(amounts), limits=dict(amounts)),  # Guaranteed QoS
+        security_context=k.V1SecurityContext(
+            run_as_non_root=True, run_as_user=int(uid), run_as_group=int(gid or uid),
+            allow_privilege_escalation=False, privileged=False,
+            capabilities=k.V1Capabilities(drop=["ALL"]),
+            read_only_root_filesystem=policy.read_only_root,
+            seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault")),
+        volume_mounts=[k.V1VolumeMount(name="input", mount_path=INPUT_MOUNT, read_only=True),
+                       k.V1VolumeMount(name="output", mount_path=OUTPUT_MOUNT),
+                       k.V1VolumeMount(name="tmp", mount_path="/tmp")],
+    )
+    pod = k.V1PodSpec(
+        restart_policy="Never",
+        automount_service_account_token=False,
+        enable_service_links=False,
+        hostname="tira-sandbox",
+        runtime_class_name=GVISOR_RUNTIME_CLASS if policy.runtime == "runsc" else None,
+        security_context=k.V1PodSecurityContext(run_as_non_root=True, fs_group=int(gid or uid),
+                                                seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault")),
+        containers=[container],
+        volumes=[
+            k.V1Volume(name="input", persistent_volume_claim=k.V1PersistentVolumeClaimVolumeSource(
+                claim_name=input_claim, read_only=True)),
+            k.V1Volume(name="output", empty_dir=k.V1EmptyDirVolumeSource(size_limit=str(lim.max_output))),
+            k.V1Volume(name="tmp", empty_dir=k.V1EmptyDirVolumeSource(medium="Memory", size_limit=str(lim.memory))),
+        ],
+    )
+    kube_job = k.V1Job(
+        api_version="batch/v1", kind="Job",
+        metadata=k.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
+        spec=k.V1JobSpec(
+            backoff_limit=0,  # a failed run is reported, not retried
+            active_deadline_seconds=int(math.ceil(lim.timeout)),
+            ttl_seconds_after_finished=3600,
+            template=k.V1PodTemplateSpec(metadata=k.V1ObjectMeta(labels=labels), spec=pod)),
+    )
+    deny = k.V1NetworkPolicy(
+        api_version="networking.k8s.io/v1", kind="NetworkPolicy",
+        metadata=k.V1ObjectMeta(name=f"{name[:50]}-deny-all", namespace=namespace, labels=labels),
+        # Selected pods, both directions named, no rule: nothing in, nothing out (TIRA: no network).
+        spec=k.V1NetworkPolicySpec(pod_selector=k.V1LabelSelector(match_labels={JOB_LABEL: job.id}),
+                                   policy_types=["Ingress", "Egress"]),
+    )
+    return [kube_job, deny] if policy.network is None else [kube_job]
+
+
+def write_manifests(job: Job, folder: Path, **kw: Any) -> Path:
+    """The job's objects as one multi-document YAML file ``folder/<name>.yaml``."""
+    import yaml
+
+    objects = render(job, **kw)
+    api = _client().ApiClient()
+    docs = [api.sanitize_for_serialization(obj) for obj in objects]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{objects[0].metadata.name}.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return path

@@ -1,0 +1,112 @@
+"""The organizer's batch on compute workers: `sharedtask demo --broker URL` with two real workers,
+and the embedded local pool (`--parallel 2`); both rank the same runs with the same scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from distributed_helpers import (REPO, TASK, broker, build_tiny_image, redis_binary,  # noqa: F401 - fixtures
+                                 tiny_image, workers)
+from sharedtask.cli import main
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def second_image(docker_client, tmp_path_factory) -> str:
+    run = REPO / "baselines" / "reference-runs" / TASK / "lucene-dirichlet.txt"
+    tag = build_tiny_image(docker_client, tmp_path_factory.mktemp("tiny2"), run)
+    yield tag
+    docker_client.images.remove(tag, force=True)
+
+
+@pytest.fixture()
+def submissions(tmp_path, tiny_image, second_image) -> Path:
+    path = tmp_path / "submissions.yml"
+    path.write_text(yaml.safe_dump({"version": 1, "submissions": {
+        "team-a": {"image": tiny_image, "command": "sleep 2; cp /run.txt $outputDir/run.txt", "tasks": [TASK]},
+        "team-b": {"image": second_image, "command": "sleep 2; cp /run.txt $outputDir/run.txt", "tasks": [TASK]},
+        "team-c": {"image": tiny_image, "command": "echo broken >&2; exit 3", "tasks": [TASK]},
+    }}))
+    return path
+
+
+def board(out: Path) -> dict:
+    return json.loads((out / TASK / "leaderboard.json").read_text())
+
+
+def test_demo_on_two_workers_ranks_like_the_local_pool(broker, workers, submissions, tmp_path, capsys):
+    workers(broker, "alpha")
+    workers(broker, "beta")
+    remote = tmp_path / "remote"
+    args = ["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines"]
+    assert main([*args, "--broker", broker.url, "--out", str(remote)]) == 1  # team-c failed
+    shown = capsys.readouterr().out
+    assert "running on alpha" in shown or "running on beta" in shown
+    local = tmp_path / "local"
+    assert main([*args, "--parallel", "2", "--out", str(local)]) == 1
+    remote_board, local_board = board(remote), board(local)
+    assert [r["run"] for r in remote_board["runs"]] == [r["run"] for r in local_board["runs"]]
+    assert sorted(r["run"] for r in remote_board["runs"]) == ["team-a", "team-b"]  # each counted once
+    for a, b in zip(remote_board["runs"], local_board["runs"]):
+        assert a["scores"] == pytest.approx(b["scores"])
+    assert [(r["run"], r["status"]) for r in remote_board["not_scored"]] == [("team-c", "failed")]
+    workers_used = {json.loads((remote / TASK / name / "run-record.json").read_text())["executor"]["worker"]
+                    for name in ("team-a", "team-b", "team-c")}
+    assert workers_used <= {"alpha", "beta"}
+    assert "broken" in (remote / TASK / "team-c" / "stderr.log").read_text()
+    assert (remote / "report.html").is_file()
+
+    # The coordinator started again on the same folder: every result is taken, nothing runs again.
+    stamps = {p: p.stat().st_mtime_ns for p in (remote / TASK).glob("*/job-result.json")}
+    assert main([*args, "--broker", broker.url, "--out", str(remote)]) == 1
+    assert {p: p.stat().st_mtime_ns for p in (remote / TASK).glob("*/job-result.json")} == stamps
+    assert board(remote)["runs"] == remote_board["runs"]
+
+
+def test_local_pool_runs_side_by_side(submissions, tmp_path):
+    out = tmp_path / "pool"
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--parallel", "3", "--out", str(out)]) == 1
+    records = [json.loads((out / TASK / n / "run-record.json").read_text()) for n in ("team-a", "team-b")]
+    # Both sleep 2 s: in a pool of three, each starts before the other ends.
+    assert records[0]["started_at"] < records[1]["ended_at"] and records[1]["started_at"] < records[0]["ended_at"]
+    # --resume keeps what finished (team-c's failure too: a failed run is reported once, not retried).
+    stamps = {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")}
+    assert len(stamps) == 3
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--parallel", "3", "--resume", "--out", str(out)]) == 1
+    assert {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")} == stamps
+    # Without it, every run is made again.
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--parallel", "3", "--out", str(out)]) == 1
+    assert all(p.stat().st_mtime_ns != stamp for p, stamp in stamps.items())
+
+
+def test_demo_renders_kubernetes_jobs_and_runs_nothing(docker_client, submissions, tmp_path, tiny_image):
+    out, manifests = tmp_path / "out", tmp_path / "k8s"
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--kubernetes", str(manifests), "--out", str(out)]) == 0
+    docs = [d for p in sorted(manifests.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    assert len(jobs) == 3 and sum(d["kind"] == "NetworkPolicy" for d in docs) == 3
+    images = {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in jobs}
+    assert tiny_image in images
+    claims = {d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] for d in jobs}
+    assert claims == {f"sample-{TASK}"}
+    assert not (out / TASK / "team-a").exists()  # nothing ran
+
+
+def test_demo_ships_images_as_archives_named_by_id(docker_client, broker, workers, submissions, tmp_path,
+                                                     tiny_image, second_image):
+    workers(broker, "gamma")
+    out, images = tmp_path / "out", tmp_path / "images"
+    assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                 "--broker", broker.url, "--images-dir", str(images), "--out", str(out)]) == 1
+    ids = {docker_client.images.get(tag).id.split(":")[1] for tag in (tiny_image, second_image)}
+    assert {p.name for p in images.iterdir()} == {f"{i}.tar" for i in ids}  # each image once, no .part left
+    assert sorted(r["run"] for r in board(out)["runs"]) == ["team-a", "team-b"]

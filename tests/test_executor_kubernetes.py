@@ -1,0 +1,92 @@
+"""The Kubernetes rendering, read back through the official client's models and checked field by field
+against the sandbox policy. No cluster exists here: these manifests have not run on one."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import yaml
+
+from sharedtask.executor import DatasetRef, Job
+from sharedtask.executor.kubernetes import GVISOR_RUNTIME_CLASS, JOB_LABEL, write_manifests
+from sharedtask.sandbox.policy import INPUT_MOUNT, OUTPUT_MOUNT, Limits
+from sharedtask.spec import load_task
+
+TASK = "touche-2021-task1"
+
+
+def job(**options) -> Job:
+    return Job(task=TASK, software="Team_A run#1", image="team-a/run:1", image_id="sha256:" + "a" * 64,
+               command="python /app/run.py $inputDataset $outputDir",
+               dataset=DatasetRef("touche-2021-task1/official", {}), options={"dataset_id": "touche-2021", **options})
+
+
+def read_back(path):
+    from kubernetes import client as k
+
+    api = k.ApiClient()
+    docs = list(yaml.safe_load_all(path.read_text()))
+    kinds = {d["kind"]: d for d in docs}
+    kube_job = api.deserialize(json.dumps(kinds["Job"]), "V1Job", "application/json")
+    policy = api.deserialize(json.dumps(kinds["NetworkPolicy"]), "V1NetworkPolicy", "application/json") if "NetworkPolicy" in kinds else None
+    return kube_job, policy
+
+
+def test_a_job_per_run_carries_the_sandbox_policy(tmp_path):
+    the_job = job()
+    path = write_manifests(the_job, tmp_path, image="127.0.0.1:5000/team-a/run@sha256:" + "b" * 64,
+                           input_claim="touche-2021-official")
+    kube_job, deny = read_back(path)
+    limits = Limits.from_spec(load_task(TASK).sandbox)
+    spec = kube_job.spec
+    assert spec.backoff_limit == 0
+    assert spec.active_deadline_seconds == math.ceil(limits.timeout)
+    pod = spec.template.spec
+    assert pod.restart_policy == "Never" and pod.automount_service_account_token is False
+    assert pod.runtime_class_name is None
+    (container,) = pod.containers
+    assert container.image.endswith("@sha256:" + "b" * 64)
+    res = container.resources
+    assert res.requests == res.limits
+    assert res.limits["memory"] == str(limits.memory) and res.limits["ephemeral-storage"] == str(limits.disk)
+    assert res.limits["cpu"] == f"{int(limits.cpus * 1000)}m"
+    sc = container.security_context
+    assert sc.run_as_non_root is True and sc.run_as_user != 0
+    assert sc.allow_privilege_escalation is False and sc.privileged is False
+    assert sc.capabilities.drop == ["ALL"] and not sc.capabilities.add
+    mounts = {m.mount_path: m for m in container.volume_mounts}
+    assert mounts[INPUT_MOUNT].read_only is True and not mounts[OUTPUT_MOUNT].read_only
+    volumes = {v.name: v for v in pod.volumes}
+    assert volumes["input"].persistent_volume_claim.claim_name == "touche-2021-official"
+    assert volumes["input"].persistent_volume_claim.read_only is True
+    assert volumes["output"].empty_dir.size_limit == str(limits.max_output)
+    assert container.args == ["python /app/run.py /tira-data/input /tira-data/output"]
+    env = {e.name: e.value for e in container.env}
+    assert env["TIRA_DATASET_ID"] == "touche-2021" and env["outputDir"] == OUTPUT_MOUNT
+    assert kube_job.metadata.name == "team-a-run-1-" + the_job.id[4:16]  # an RFC 1123 name
+    # Default deny: the job's pods, both directions, not one rule.
+    assert deny.spec.pod_selector.match_labels == {JOB_LABEL: the_job.id}
+    assert sorted(deny.spec.policy_types) == ["Egress", "Ingress"]
+    assert not deny.spec.ingress and not deny.spec.egress
+    assert spec.template.metadata.labels[JOB_LABEL] == the_job.id
+
+
+def test_overrides_gvisor_and_a_network_are_rendered(tmp_path):
+    path = write_manifests(job(timeout="90s", memory="2g", cpus=0.5, runtime="runsc"), tmp_path,
+                           image="x@sha256:" + "c" * 64, input_claim="c")
+    kube_job, deny = read_back(path)
+    assert kube_job.spec.active_deadline_seconds == 90
+    assert kube_job.spec.template.spec.runtime_class_name == GVISOR_RUNTIME_CLASS
+    assert kube_job.spec.template.spec.containers[0].resources.limits["cpu"] == "500m"
+    assert deny is not None
+    open_path = write_manifests(job(network="bridge"), tmp_path / "open", image="x", input_claim="c")
+    assert read_back(open_path)[1] is None  # a run allowed on the network gets no deny policy
+
+
+def test_a_bad_override_is_the_sandbox_error(tmp_path):
+    from sharedtask.errors import SharedTaskError
+
+    with pytest.raises(SharedTaskError, match="runtime"):
+        write_manifests(job(runtime="kata"), tmp_path, image="x", input_claim="c")
