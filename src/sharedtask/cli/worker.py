@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
 
-console = Console(highlight=False, stderr=True)
+console = LazyConsole(highlight=False, stderr=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from sharedtask.executor.celery_app import DEFAULT_QUEUE, DEFAULT_VISIBILITY
-
     parser = sub.add_parser(
         "worker",
         help="a compute worker: take run jobs from a broker, run them sandboxed, send the outputs back",
@@ -27,15 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--broker", required=True, metavar="URL",
                         help="redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS) or amqp://USER:PASSWORD@HOST//")
-    parser.add_argument("--queue", default=DEFAULT_QUEUE, metavar="NAME", help=f"queue to take jobs from (default: {DEFAULT_QUEUE})")
+    parser.add_argument("--queue", metavar="NAME", help="queue to take jobs from (default: sharedtask)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="N", help="parallel runs on this machine (default: 1)")
     parser.add_argument("--data-root", type=Path, metavar="DIR",
                         help="where datasets live: DIR/<dataset id>/input (besides the data store and the bundled samples)")
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help="scratch folder for runs before they are sent back (default: ~/.cache/sharedtask/worker)")
     parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
-    parser.add_argument("--visibility-timeout", type=float, default=DEFAULT_VISIBILITY, metavar="S",
-                        help=f"Redis: a dead worker's job is delivered again after S seconds (default: {DEFAULT_VISIBILITY:g})")
+    parser.add_argument("--visibility-timeout", type=float, metavar="S",
+                        help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
     parser.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="Celery's log level (default: WARNING)")
     parser.set_defaults(func=_run)
@@ -43,11 +40,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from sharedtask.dockerclient import docker_client
-    from sharedtask.executor.celery_app import WorkerConfig, default_name, start_worker
+    from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
+                                                start_worker)
     from sharedtask.executor.remote import CeleryExecutor, _safe
     from sharedtask.resources import cache_root
     from sharedtask.sandbox.orphans import reap_orphans
 
+    # Defaults resolved here, not in the parser: --help must not import Celery and the sandbox.
+    args.queue = args.queue or DEFAULT_QUEUE
+    if args.visibility_timeout is None:
+        args.visibility_timeout = DEFAULT_VISIBILITY
     if args.concurrency < 1:
         raise SharedTaskError(f"--concurrency must be at least 1, not {args.concurrency}")
     if args.visibility_timeout <= 0:
