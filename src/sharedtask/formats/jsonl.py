@@ -65,15 +65,20 @@ def text_field(path: PathLike, obj: dict, key: str, lineno: int, *, required: bo
     return value
 
 
+def unique_id(path: PathLike, obj: dict, lineno: int, seen: set[str], what: str) -> str:
+    """The record's ``id``, refused when an earlier line had it (runs and truth name records by id)."""
+    ident = text_field(path, obj, "id", lineno)
+    if ident in seen:
+        raise FormatError(path, f"{what} id {ident!r} appears twice", line=lineno, hint=f"give every {what} its own id")
+    seen.add(ident)
+    return ident
+
+
 def read_statements(path: PathLike) -> Iterator[Statement]:
     """Stream a statements corpus; ids must be unique (a run names documents by them)."""
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"id": ..., "formal": ..., "informal": ...}'):
-        doc_id = text_field(path, obj, "id", lineno)
-        if doc_id in seen:
-            raise FormatError(path, f"statement id {doc_id!r} appears twice", line=lineno,
-                              hint="give every statement its own id")
-        seen.add(doc_id)
+        doc_id = unique_id(path, obj, lineno, seen, "statement")
         yield Statement(doc_id, text_field(path, obj, "formal", lineno), text_field(path, obj, "informal", lineno),
                         text_field(path, obj, "name", lineno, required=False))
 
@@ -83,11 +88,7 @@ def read_queries(path: PathLike) -> list[Query]:
     out: list[Query] = []
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"id": ..., "query": ...}'):
-        number = text_field(path, obj, "id", lineno)
-        if number in seen:
-            raise FormatError(path, f"query id {number!r} appears twice", line=lineno,
-                              hint="give every query its own id")
-        seen.add(number)
+        number = unique_id(path, obj, lineno, seen, "query")
         out.append(Query(number, text_field(path, obj, "query", lineno)))
     return out
 
@@ -106,11 +107,7 @@ def read_exam(path: PathLike) -> list[ExamQuestion]:
     out: list[ExamQuestion] = []
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"topic": ..., "id": ..., "question": ..., "answer": ...}'):
-        qid = text_field(path, obj, "id", lineno)
-        if qid in seen:
-            raise FormatError(path, f"question id {qid!r} appears twice", line=lineno,
-                              hint="give every question its own id")
-        seen.add(qid)
+        qid = unique_id(path, obj, lineno, seen, "question")
         out.append(ExamQuestion(text_field(path, obj, "topic", lineno), qid, text_field(path, obj, "question", lineno),
                                 text_field(path, obj, "answer", lineno)))
     return out

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from sharedtask.errors import FormatError
 from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, open_text
-from sharedtask.formats.jsonl import json_objects, text_field
+from sharedtask.formats.jsonl import json_objects, text_field, unique_id
 
 
 class Problem(NamedTuple):
@@ -43,11 +43,7 @@ def read_problems(path: PathLike) -> list[Problem]:
     out: list[Problem] = []
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"id": ..., "problem": ..., "options": ...}'):
-        number = text_field(path, obj, "id", lineno)
-        if number in seen:
-            raise FormatError(path, f"problem id {number!r} appears twice", line=lineno,
-                              hint="give every problem its own id")
-        seen.add(number)
+        number = unique_id(path, obj, lineno, seen, "problem")
         out.append(Problem(number, text_field(path, obj, "problem", lineno), text_field(path, obj, "options", lineno)))
     return out
 
