@@ -31,13 +31,13 @@ def test_every_baseline_reproduces_its_reference_identically(base_image: str, tm
     reps = reproduce_baselines(manifest, tmp_path, lambda _: None)
     served = {(t, sw.name) for sw in manifest.baselines for t in
               [p.parent.name for p in default_reference_root().glob(f"*/{sw.name}.txt")]}
-    assert {(r.task.id, r.name) for r in reps} == served and len(reps) == 17
+    assert {(r.task.id, r.name) for r in reps} == served and len(reps) == len(served) >= 17
     for rep in reps:
         assert rep.error is None, f"{rep.task.id}/{rep.name}: {rep.error}"
         assert rep.comparison is not None and rep.comparison.verdict == "identical", rep.comparison.verdict_line()
     page = render_html(report_sections(reps))
-    assert page.count("<h3>Reproduction</h3>") == len({r.task.id for r in reps}) == 9
-    assert page.count('data-verdict="identical"') == 17
+    assert page.count("<h3>Reproduction</h3>") == len({r.task.id for r in reps}) >= 9
+    assert page.count('data-verdict="identical"') == len(served)
 
 
 def test_reproduce_all_cli_for_one_task(base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,8 +46,9 @@ def test_reproduce_all_cli_for_one_task(base_image: str, tmp_path: Path, capsys:
                  "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert sorted((d["baseline"], d["verdict"]) for d in data) == [("lucene-bm25", "identical"),
-                                                                   ("lucene-dirichlet", "identical")]
+    serving = sorted(sw.name for sw in load_manifest().baselines if sw.serves(TASK))
+    assert {"lucene-bm25", "lucene-dirichlet"} <= set(serving)
+    assert sorted((d["baseline"], d["verdict"]) for d in data) == [(name, "identical") for name in serving]
     assert "<h3>Reproduction</h3>" in report.read_text(encoding="utf-8")
     # a reference that no longer matches: exit 1, and the verdict names what differs
     refs = tmp_path / "refs" / TASK

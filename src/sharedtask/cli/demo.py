@@ -209,6 +209,7 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
 def _image_source(args: argparse.Namespace):
     """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
     from sharedtask.executor import images
+    from sharedtask.images import docker_client
 
     client = docker_client()
     if args.registry:

@@ -18,14 +18,10 @@ from sharedtask.executor.job import Job
 
 
 def image_id(client: Any, reference: str) -> str:
-    """The local image's id, or a clear error when it is not here."""
-    import docker
+    """The local image's id, or a clear error when it is not here (or the reference is malformed)."""
+    from sharedtask.sandbox.runner import _local_image
 
-    try:
-        return str(client.images.get(reference).id)
-    except docker.errors.ImageNotFound:
-        raise SharedTaskError(f"image {reference} is not available locally",
-                              hint="build or pull it before sending jobs") from None
+    return str(_local_image(client, reference).id)
 
 
 def save_archive(client: Any, reference: str, folder: Path) -> Path:

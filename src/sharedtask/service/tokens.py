@@ -34,7 +34,8 @@ def check_team_name(name: str) -> str:
 
 def new_token(session: Session, team: Team) -> str:
     """A fresh token for ``team`` (the only time it is seen in clear)."""
-    token = secrets.token_urlsafe(32)
+    # Never starting with "-": a token is passed as `--token T`, where argparse would read it as an option.
+    token = "st_" + secrets.token_urlsafe(32)
     session.add(Token(digest=digest(token), team_id=team.id))
     return token
 
