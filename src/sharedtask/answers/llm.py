@@ -1,0 +1,304 @@
+"""An EXAM grader that asks a language model behind any OpenAI-compatible HTTP endpoint
+(``POST {base_url}/chat/completions``: OpenAI, vLLM, llama.cpp's server, Ollama, ...).
+
+The prompt is the passage, the question and, for a multiple-choice question, its lettered
+choices (the original EXAM asks its QA model to pick a choice; Sander and Dietz, DESIRES
+2021). The reply is read strictly: a choice letter, or for a question without choices one
+line of answer, or ``UNANSWERABLE``. Anything else is an error, never a guess. A free
+answer counts when it states the key by the offline grader's rules
+(:class:`sharedtask.answers.exam.OfflineGrader`).
+
+Every reply is cached on disk under the SHA-256 of (model, prompt), so evaluating again
+sends nothing and gives the same grades. Requests go out ``concurrency`` at a time, each
+retried ``retries`` times on a refused connection, a timeout, HTTP 429 or 5xx. The API key
+is read from the environment variable the organizer names, never from a file.
+
+httpx is imported when a request is sent (``pip install 'sharedtask[llm]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sharedtask.answers.exam import Grader, OfflineGrader
+from sharedtask.errors import SharedTaskError
+from sharedtask.formats.jsonl import ExamQuestion
+
+UNANSWERABLE = "UNANSWERABLE"
+_LETTER = re.compile(r"\(?([A-Z])[).]?")  # "B", "B.", "B)", "(B)"
+_MAX_PASSAGE = 8000  # characters of the passage put into the prompt
+
+
+@dataclass(frozen=True)
+class HttpGraderConfig:
+    """What the organizer configures (``--grader FILE``, docs/evaluation.md)."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = 60.0
+    retries: int = 2
+    concurrency: int = 4
+    cache_dir: Path | None = None
+    backoff: float = 1.0  # seconds before the first retry, doubled for each further one
+    max_tokens: int = 64
+
+
+def prompt(question: ExamQuestion, passage: str) -> str:
+    """The one user message sent for a (question, passage) pair."""
+    lines = ["Answer the exam question using only the passage below.",
+             "Reply with the letter of the correct choice only." if question.choices
+             else "Reply with the answer only, on one line.",
+             f"If the passage does not answer the question, reply {UNANSWERABLE}.", "",
+             "Passage:", passage[:_MAX_PASSAGE], "", f"Question: {question.question}"]
+    if question.choices:
+        lines.append("Choices:")
+        lines.extend(f"{chr(65 + i)}. {choice}" for i, choice in enumerate(question.choices))
+    return "\n".join(lines)
+
+
+def parse_reply(question: ExamQuestion, reply: str) -> str | None:
+    """The answer a reply gives (the chosen choice's text, or the free answer), None for
+    UNANSWERABLE; ``ValueError`` when the reply follows neither form."""
+    text = reply.strip()
+    if text.upper().rstrip(".") == UNANSWERABLE:
+        return None
+    if question.choices:
+        match = _LETTER.fullmatch(text)
+        if match is None or ord(match.group(1)) - 65 >= len(question.choices):
+            last = chr(64 + len(question.choices))
+            raise ValueError(f"expected a choice letter A-{last} or {UNANSWERABLE}, found {text[:60]!r}")
+        return question.choices[ord(match.group(1)) - 65]
+    if not text or "\n" in text:
+        raise ValueError(f"expected one line of answer or {UNANSWERABLE}, found {text[:60]!r}")
+    return text
+
+
+class HttpGrader:
+    """Grades by asking the configured model (module docstring); thread-safe."""
+
+    def __init__(self, config: HttpGraderConfig) -> None:
+        self.config = config
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self.sent = 0  # requests that went out (cache misses), for reports and tests
+        self._offline: Grader = OfflineGrader()
+
+    # --- the Grader interface -------------------------------------------------------------
+
+    def grade(self, question: ExamQuestion, text: str) -> bool:
+        return self.grade_many([(question, text)])[0]
+
+    def grade_many(self, pairs: Sequence[tuple[ExamQuestion, str]]) -> list[bool]:
+        prompts = [prompt(q, t) for q, t in pairs]
+        replies, fresh = self._replies(prompts)
+        answers: list[str | None] = []
+        error: SharedTaskError | None = None
+        for (question, _), text in zip(pairs, prompts):
+            try:
+                answers.append(parse_reply(question, replies[text]))
+            except ValueError as exc:
+                fresh.discard(text)  # a malformed reply is not cached: the next evaluation asks again
+                error = error or SharedTaskError(
+                    f"the grader at {self.url} ({self.config.model}) gave a malformed reply to question "
+                    f"{question.id}: {exc}", hint="the model must follow the prompt's reply format; try another model")
+                answers.append(None)
+        for text in fresh:
+            self._store(text, replies[text])
+        if error is not None:
+            raise error
+        out = []
+        for (question, _), answer in zip(pairs, answers):
+            if answer is None:
+                out.append(False)
+            elif question.choices:
+                out.append(answer == question.answer)
+            else:
+                out.append(self._offline.grade(question, answer))
+        return out
+
+    # --- replies: cache, then the endpoint -------------------------------------------------
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.config.model}\0{text}".encode()).hexdigest()
+
+    def _cache_path(self, text: str) -> Path | None:
+        if self.config.cache_dir is None:
+            return None
+        key = self._key(text)
+        return Path(self.config.cache_dir) / key[:2] / f"{key}.json"
+
+    def _cached(self, text: str) -> str | None:
+        path = self._cache_path(text)
+        if path is None or not path.is_file():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            return entry["reply"] if entry.get("model") == self.config.model else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged entry is asked again and rewritten
+
+    def _store(self, text: str, reply: str) -> None:
+        path = self._cache_path(text)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"model": self.config.model, "prompt_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                 "reply": reply}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entry, handle, ensure_ascii=False)
+        os.replace(tmp, path)  # whole or not at all, also with several graders at once
+
+    def _replies(self, prompts: list[str]) -> tuple[dict[str, str], set[str]]:
+        """Reply per prompt, from the cache or the endpoint; and the prompts that were asked now."""
+        replies: dict[str, str] = {}
+        missing = []
+        for text in dict.fromkeys(prompts):
+            cached = self._cached(text)
+            if cached is None:
+                missing.append(text)
+            else:
+                replies[text] = cached
+        if not missing:
+            return replies, set()
+        try:
+            import httpx
+        except ImportError:
+            raise SharedTaskError("the HTTP grader needs httpx", hint="pip install 'sharedtask[llm]'") from None
+        headers = {"Content-Type": "application/json"}
+        key_env = self.config.api_key_env
+        if key_env:
+            key = os.environ.get(key_env)
+            if not key:
+                raise SharedTaskError(f"the grader's API key variable ${key_env} is not set",
+                                      hint=f"export {key_env}=... or remove api_key_env from the grader file")
+            headers["Authorization"] = f"Bearer {key}"
+        with httpx.Client(timeout=self.config.timeout, headers=headers) as client, \
+                ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool:
+            for text, reply in zip(missing, pool.map(lambda t: self._ask(client, t), missing)):
+                replies[text] = reply
+        return replies, set(missing)
+
+    def _ask(self, client: Any, text: str) -> str:
+        """One completion, with retries for what may pass (refused, timeout, 429, 5xx)."""
+        import httpx
+
+        body = {"model": self.config.model, "messages": [{"role": "user", "content": text}],
+                "temperature": 0, "max_tokens": self.config.max_tokens}
+        tries = self.config.retries + 1
+        failure = ""
+        for attempt in range(tries):
+            if attempt:
+                time.sleep(self.config.backoff * 2 ** (attempt - 1))
+            try:
+                response = client.post(self.url, json=body)
+            except httpx.TimeoutException:
+                failure = f"did not answer within {self.config.timeout:g} s"
+                continue
+            except httpx.TransportError as exc:
+                failure = f"cannot be reached ({_reason(exc)})"
+                continue
+            self.sent += 1
+            status = response.status_code
+            if status in (401, 403):
+                where = f"${self.config.api_key_env}" if self.config.api_key_env else "api_key_env in the grader file"
+                raise SharedTaskError(f"the grader at {self.url} refused the request: HTTP {status} (API key)",
+                                      hint=f"check {where}")
+            if status == 429 or status >= 500:
+                failure = f"failed with HTTP {status}"
+                continue
+            if status != 200:
+                raise SharedTaskError(f"the grader at {self.url} refused the request: HTTP {status} "
+                                      f"{_snippet(response.text)}",
+                                      hint="check base_url (it ends before /chat/completions) and model")
+            return self._content(response)
+        raise SharedTaskError(f"the grader at {self.url} {failure} ({tries} tries)",
+                              hint="is the model server running? raise timeout or retries in the grader file")
+
+    def _content(self, response: Any) -> str:
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            raise SharedTaskError(f"the grader at {self.url} sent a reply that is not an OpenAI chat completion: "
+                                  f"{_snippet(response.text)}",
+                                  hint="expected {\"choices\": [{\"message\": {\"content\": ...}}]}")
+        return content
+
+
+def _snippet(text: str) -> str:
+    return repr(" ".join(text.split())[:80])
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return "connection refused" if "refused" in text.lower() else text.splitlines()[0][:80]
+
+
+# --- the organizer's grader file -------------------------------------------------------------
+
+_FIELDS = {"grader", "base_url", "model", "api_key_env", "timeout", "retries", "concurrency", "cache", "backoff",
+           "max_tokens"}
+
+
+def load_grader(path: Path) -> Grader:
+    """A grader from a YAML file: ``grader: offline``, or ``grader: http`` with ``base_url``,
+    ``model`` and optionally ``api_key_env``, ``timeout``, ``retries``, ``concurrency``,
+    ``cache`` (a folder, relative to the file; default ``exam-cache`` next to it)."""
+    import yaml
+
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SharedTaskError(f"{path}: cannot read the grader file: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise SharedTaskError(f"{path}{where}: not valid YAML", hint="see docs/evaluation.md, 'EXAM'") from None
+    if not isinstance(doc, dict):
+        raise SharedTaskError(f"{path}: the grader file must be a mapping", hint="grader: http, base_url: ..., model: ...")
+    unknown = sorted(set(doc) - _FIELDS)
+    if unknown:
+        raise SharedTaskError(f"{path}: unknown field(s) {', '.join(unknown)}", hint=f"known: {', '.join(sorted(_FIELDS))}")
+    kind = doc.get("grader", "http")
+    if kind == "offline":
+        return OfflineGrader()
+    if kind != "http":
+        raise SharedTaskError(f"{path}: grader must be 'http' or 'offline', found {kind!r}")
+    for name in ("base_url", "model"):
+        if not isinstance(doc.get(name), str) or not doc[name].strip():
+            raise SharedTaskError(f"{path}: field {name!r} must be a non-empty string",
+                                  hint="e.g. base_url: http://127.0.0.1:8000/v1, model: my-model")
+    if not doc["base_url"].startswith(("http://", "https://")):
+        raise SharedTaskError(f"{path}: base_url must start with http:// or https://, found {doc['base_url']!r}")
+    numbers: dict[str, Any] = {}
+    for name, kind_, low in (("timeout", float, 0.0), ("backoff", float, 0.0), ("retries", int, 0),
+                             ("concurrency", int, 1), ("max_tokens", int, 1)):
+        if name in doc:
+            value = doc[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind_ is int and value != int(value)) \
+                    or value < low or (name == "timeout" and value == 0):
+                raise SharedTaskError(f"{path}: field {name!r} must be a {'whole ' if kind_ is int else ''}number "
+                                      f">= {low:g}{' and > 0' if name == 'timeout' else ''}, found {value!r}")
+            numbers[name] = kind_(value)
+    cache = doc.get("cache", "exam-cache")
+    if not isinstance(cache, str) or not cache:
+        raise SharedTaskError(f"{path}: field 'cache' must be a folder name")
+    key_env = doc.get("api_key_env")
+    if key_env is not None and (not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env)):
+        raise SharedTaskError(f"{path}: api_key_env must name an environment variable, found {key_env!r}",
+                              hint="the key itself never goes into the file")
+    return HttpGrader(HttpGraderConfig(base_url=doc["base_url"], model=doc["model"], api_key_env=key_env,
+                                       cache_dir=(path.parent / cache).resolve(), **numbers))
