@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(board.to_csv())
     else:
         console.print(board.table())
+        agreement = board.agreement_table()
+        if agreement is not None:
+            console.print(agreement)
         if board.test and board.pairs:
             console.print(_pairs_table(board))
         for name, result in results.items():
