@@ -12,7 +12,8 @@ The first path segment picks a behaviour, so one server serves every error case:
 ``/ok/v1`` as above; ``/auth/v1`` the same but 401 without ``Bearer secret``; ``/fail/v1``
 always HTTP 503; ``/flaky/v1`` HTTP 500 for the first request of each prompt, then ok;
 ``/garbage/v1`` a JSON body without ``choices``; ``/chatty/v1`` a sentence instead of a
-letter; ``/slow/v1`` answers after 2 s; ``/missing/v1`` HTTP 404.
+letter; ``/slow/v1`` answers after 2 s; ``/lag/v1`` after 20 ms (a model's latency, for
+benchmarks/exam.py); ``/missing/v1`` HTTP 404.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ class ChatServer:
                     return self._send(503 if mode == "fail" else 500, {"error": "overloaded"})
                 if mode == "garbage":
                     return self._send(200, {"oops": 1})
-                if mode == "slow":
-                    time.sleep(2)
+                if mode in ("slow", "lag"):
+                    time.sleep(2 if mode == "slow" else 0.02)
                 reply = "I believe the answer is B, because" if mode == "chatty" else answer(content)
                 self._send(200, {"id": "x", "object": "chat.completion", "model": request["model"],
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},

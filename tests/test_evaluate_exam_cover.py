@@ -102,6 +102,7 @@ def test_kendall_tau_b_by_hand() -> None:
     assert a.tau == pytest.approx(5 / math.sqrt(30)) and a.runs == 4
     assert kendall({"a": 1, "b": 2, "c": 3}, {"a": 3, "b": 2, "c": 1}, "m", "o").tau == pytest.approx(-1.0)
     assert math.isnan(kendall({"a": 1, "b": 1}, {"a": 1, "b": 2}, "m", "o").tau)  # all tie: undefined
+    assert math.isnan(kendall({"a": 0.1 + 0.2, "b": 0.3}, {"a": 1, "b": 2}, "m", "o").tau)  # last bits: a tie
     assert kendall({"a": 1, "b": float("nan")}, {"a": 1, "b": 2}, "m", "o").tau is None  # one run left
 
 

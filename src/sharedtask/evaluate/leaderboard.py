@@ -127,11 +127,12 @@ class Agreement:
 
 
 def kendall(values: dict[str, float], official: dict[str, float], measure: str, against: str) -> Agreement:
-    """Tau-b over the runs with a finite value of both measures."""
+    """Tau-b over the runs with a finite value of both measures; values equal to 12 decimals tie
+    (a mean summed in another order differs in its last bits, which is no difference)."""
     runs = sorted(r for r in values if _finite(values[r]) and _finite(official.get(r)))
     if len(runs) < 2:
         return Agreement(measure, against, None, None, len(runs))
-    x, y = [values[r] for r in runs], [official[r] for r in runs]
+    x, y = [round(values[r], 12) for r in runs], [round(official[r], 12) for r in runs]
     if len(set(x)) == 1 or len(set(y)) == 1:  # scipy warns and returns NaN: say so directly
         return Agreement(measure, against, math.nan, math.nan, len(runs))
     from scipy import stats
