@@ -146,3 +146,26 @@ def test_the_sample_reference_runs(tmp_path: Path) -> None:
     board = leaderboard(results, "arqmath-3-task1")
     cover = next(a for a in board.agreement if a.measure == "exam_cover")
     assert math.isnan(cover.tau) and cover.describe() == "undefined (all runs tie)"
+
+
+def test_the_report_shows_the_agreement(tmp_path: Path) -> None:
+    """The sample's reference runs in the HTML report: one agreement row per non-official measure."""
+    import re
+
+    from sharedtask.evaluate import leaderboard
+    from sharedtask.report import RunEntry, TaskSection, render_html
+    from sharedtask.spec import load_task
+
+    results = {p.name: evaluate(p, "arqmath-3-task1", truth_dir=SAMPLE / "truth", input_dir=SAMPLE / "input",
+                                per_topic=True) for p in sorted(REFERENCE.glob("*.txt"))}
+    board = leaderboard(results, "arqmath-3-task1")
+    entries = [RunEntry(n, f"img/{n}", None, "success", True, [], r.scores, r.per_topic, {})
+               for n, r in results.items()]
+    page = render_html([TaskSection(load_task("arqmath-3-task1"), entries, board=board)])
+    rows = dict(re.findall(r'<tr class="agreement" data-measure="([^"]+)"><td>[^<]*</td><td class="num">([^<]*)<',
+                           page))
+    assert "Agreement with the official measure" in page
+    # bpref' orders the four runs as nDCG' does; nDCG' on EXAM qrels swaps hybrid and BM25
+    # (0.8387 > 0.8327 while nDCG' has 0.9234 > 0.9017): 5 concordant, 1 discordant, (5 - 1) / 6
+    assert rows == {"bpref_prime": "+1.000", "exam_cover": "undefined (all runs tie)",
+                    "ndcg_exam_qrels": f"{4 / 6:+.3f}"}
