@@ -169,3 +169,27 @@ def test_the_report_shows_the_agreement(tmp_path: Path) -> None:
     # (0.8387 > 0.8327 while nDCG' has 0.9234 > 0.9017): 5 concordant, 1 discordant, (5 - 1) / 6
     assert rows == {"bpref_prime": "+1.000", "exam_cover": "undefined (all runs tie)",
                     "ndcg_exam_qrels": f"{4 / 6:+.3f}"}
+
+
+class CountingGrader:
+    """The offline grader, counting the pairs it is asked (a real Grader, to see what gets graded)."""
+
+    def __init__(self) -> None:
+        from sharedtask.answers.exam import OfflineGrader
+
+        self.inner, self.pairs = OfflineGrader(), 0
+
+    def grade(self, question, text: str) -> bool:
+        self.pairs += 1
+        return self.inner.grade(question, text)
+
+
+def test_each_pair_is_graded_once_and_cover_alone_never_grades_the_pool(tmp_path: Path) -> None:
+    inp, truth = _dataset(tmp_path)
+    run = _run(tmp_path, "run1.tsv", RUN1)
+    grader = CountingGrader()
+    evaluate(run, "arqmath-3-task1", truth_dir=truth, input_dir=inp, measures=["exam_cover"], grader=grader)
+    assert grader.pairs == 3 * 2 + 1 * 1  # A.1: posts 12, 13, 14 x 2 questions; A.2: post 13 x 1
+    grader = CountingGrader()
+    evaluate(run, "arqmath-3-task1", truth_dir=truth, input_dir=inp, grader=grader)
+    assert grader.pairs == 7 + 1 * 2 + 1 * 1  # the pool adds A.1's 11 (2 questions) and A.2's 15 (1)

@@ -74,21 +74,23 @@ class ExamPassages:
     pool: dict[str, set[str]]  # topic -> further posts to grade for the EXAM qrels (the official qrels)
     texts: dict[str, str]  # post id -> text
     grader: Grader = field(default_factory=OfflineGrader)
-    answered: dict[str, dict[str, set[str]]] | None = None  # topic -> post -> ids of the questions it answers
+    answered: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (topic, post) -> question ids
 
-    def grades(self) -> dict[str, dict[str, set[str]]]:
-        """Grade each (question, passage) pair once, all in one batch (an HTTP grader runs it concurrently)."""
-        if self.answered is None:
-            keys = [(topic, doc, q) for topic, questions in sorted(self.exam.items())
-                    for doc in dict.fromkeys([*self.ranked.get(topic, []), *sorted(self.pool.get(topic, ()))])
-                    if doc in self.texts for q in questions]
-            verdicts = grade_all(self.grader, [(q, self.texts[doc]) for _, doc, q in keys])
-            self.answered = {topic: {} for topic in self.exam}
-            for (topic, doc, q), ok in zip(keys, verdicts):
-                found = self.answered[topic].setdefault(doc, set())
-                if ok:
-                    found.add(q.id)
-        return self.answered
+    def grades(self, pooled: bool = False) -> dict[str, dict[str, set[str]]]:
+        """topic -> post -> the questions it answers, for the top K (and with ``pooled`` the
+        pool). Each (question, passage) pair is graded once, the new ones in one batch (an
+        HTTP grader sends them concurrently); EXAM Cover alone never grades the pool."""
+        wanted = {topic: [d for d in dict.fromkeys([*self.ranked.get(topic, []),
+                                                    *(sorted(self.pool.get(topic, ())) if pooled else [])])
+                          if d in self.texts] for topic in sorted(self.exam)}
+        todo = [(topic, doc, q) for topic, docs in wanted.items() for doc in docs
+                if (topic, doc) not in self.answered for q in self.exam[topic]]
+        verdicts = grade_all(self.grader, [(q, self.texts[doc]) for _, doc, q in todo])
+        for (topic, doc, q), ok in zip(todo, verdicts):
+            found = self.answered.setdefault((topic, doc), set())
+            if ok:
+                found.add(q.id)
+        return {topic: {doc: self.answered[(topic, doc)] for doc in docs} for topic, docs in wanted.items()}
 
 
 def load(run_path: Path, exam: dict[str, list], posts: Path, pool: dict[str, set[str]],
@@ -114,7 +116,8 @@ def exam_cover(inp: ExamPassages) -> dict[str, float]:
 
 def exam_qrels(inp: ExamPassages) -> Qrels:
     """The EXAM qrels: every graded passage, grade = questions it answers (module docstring)."""
-    return {topic: {doc: len(ids) for doc, ids in docs.items()} for topic, docs in inp.grades().items() if docs}
+    return {topic: {doc: len(ids) for doc, ids in docs.items()} for topic, docs in inp.grades(pooled=True).items()
+            if docs}
 
 
 def ndcg_exam_qrels(inp: ExamPassages) -> dict[str, float]:
