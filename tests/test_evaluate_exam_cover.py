@@ -193,3 +193,20 @@ def test_each_pair_is_graded_once_and_cover_alone_never_grades_the_pool(tmp_path
     grader = CountingGrader()
     evaluate(run, "arqmath-3-task1", truth_dir=truth, input_dir=inp, grader=grader)
     assert grader.pairs == 7 + 1 * 2 + 1 * 1  # the pool adds A.1's 11 (2 questions) and A.2's 15 (1)
+
+
+def test_cli_grader_mistakes_are_one_line(tmp_path: Path) -> None:
+    from test_cli_errors import assert_one_line_error, cli
+
+    inp, truth = _dataset(tmp_path)
+    run = _run(tmp_path, "run1.tsv", RUN1)
+    args = [run, "--task", "arqmath-3-task1", "--truth", truth, "--input", inp, "--grader"]
+    assert_one_line_error(cli("evaluate", *args, tmp_path / "none.yml", cwd=tmp_path),
+                          "none.yml: cannot read the grader file")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("grader: http\nmodel: m\n", encoding="utf-8")
+    assert_one_line_error(cli("evaluate", *args, bad, cwd=tmp_path), "field 'base_url' must be a non-empty string")
+    with ChatServer() as server:
+        down = tmp_path / "down.yml"
+        down.write_text(f"base_url: {server.url('fail')}\nmodel: m\nretries: 1\nbackoff: 0\n", encoding="utf-8")
+        assert_one_line_error(cli("evaluate", *args, down, cwd=tmp_path), "failed with HTTP 503 (2 tries)")

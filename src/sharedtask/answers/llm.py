@@ -23,6 +23,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +92,7 @@ class HttpGrader:
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.sent = 0  # requests that went out (cache misses), for reports and tests
+        self._lock = threading.Lock()
         self._offline: Grader = OfflineGrader()
 
     # --- the Grader interface -------------------------------------------------------------
@@ -208,7 +210,8 @@ class HttpGrader:
             except httpx.TransportError as exc:
                 failure = f"cannot be reached ({_reason(exc)})"
                 continue
-            self.sent += 1
+            with self._lock:
+                self.sent += 1
             status = response.status_code
             if status in (401, 403):
                 where = f"${self.config.api_key_env}" if self.config.api_key_env else "api_key_env in the grader file"
