@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sharedtask import formats
 from sharedtask.errors import SharedTaskError
@@ -17,6 +18,9 @@ from sharedtask.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
+
+if TYPE_CHECKING:
+    from sharedtask.answers.exam import Grader
 
 Qrels = dict[str, dict[str, int]]
 
@@ -95,7 +99,7 @@ def evaluate(
     per_topic: bool = False,
     run_name: str | None = None,
     answer_map: Path | None = None,
-    grader=None,
+    grader: Grader | None = None,
 ) -> EvaluationResult:
     """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures.
 
@@ -171,7 +175,7 @@ def _order_notes(result: EvaluationResult, order: dict[str, list[tuple[int, floa
 # --- ARQMath Tasks 1 and 2 ----------------------------------------------------------------
 
 def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
-                   result: EvaluationResult, grader=None) -> None:
+                   result: EvaluationResult, grader: Grader | None = None) -> None:
     qrels = source.get("relevance")
     exam_specs = [s for s in specs if registry.get(s.id).input == "exam-passages"]
     specs = [s for s in specs if s not in exam_specs]
@@ -224,7 +228,7 @@ def _exam_questions(task, source: _Qrels) -> dict[str, list] | None:
 
 
 def _exam_passages(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None, qrels: Qrels,
-                   result: EvaluationResult, grader) -> None:
+                   result: EvaluationResult, grader: Grader | None) -> None:
     """EXAM Cover and EXAM qrels (sharedtask.evaluate.exam_cover): the run's top 20 passages,
     their text from the dataset's Posts.xml, graded against the truth's exam questions."""
     from sharedtask.evaluate import exam_cover
@@ -290,7 +294,7 @@ def _known_answers(path: Path) -> dict[str, dict[str, str]]:
 
 
 def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path | None,
-                   result: EvaluationResult, grader=None) -> None:
+                   result: EvaluationResult, grader: Grader | None = None) -> None:
     qrels = source.get("relevance")
     run = task3.read_task3_run(run_path)
     if not set(run.answers) & set(qrels):

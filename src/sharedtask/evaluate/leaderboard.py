@@ -126,13 +126,16 @@ class Agreement:
         return f"{self.tau:+.3f} (p = {self.p:.3g}, {self.runs} runs)"
 
 
-def kendall(values: dict[str, float], official: dict[str, float], measure: str, against: str) -> Agreement:
+def kendall(values: dict[str, float | None], official: dict[str, float | None], measure: str,
+            against: str) -> Agreement:
     """Tau-b over the runs with a finite value of both measures; values equal to 12 decimals tie
     (a mean summed in another order differs in its last bits, which is no difference)."""
-    runs = sorted(r for r in values if _finite(values[r]) and _finite(official.get(r)))
+    mine = {r: round(v, 12) for r, v in values.items() if v is not None and math.isfinite(v)}
+    theirs = {r: round(v, 12) for r, v in official.items() if v is not None and math.isfinite(v)}
+    runs = sorted(set(mine) & set(theirs))
     if len(runs) < 2:
         return Agreement(measure, against, None, None, len(runs))
-    x, y = [round(values[r], 12) for r in runs], [round(official[r], 12) for r in runs]
+    x, y = [mine[r] for r in runs], [theirs[r] for r in runs]
     if len(set(x)) == 1 or len(set(y)) == 1:  # scipy warns and returns NaN: say so directly
         return Agreement(measure, against, math.nan, math.nan, len(runs))
     from scipy import stats
