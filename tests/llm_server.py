@@ -10,7 +10,8 @@ deterministically from the prompt the grader sends:
 
 The first path segment picks a behaviour, so one server serves every error case:
 ``/ok/v1`` as above; ``/auth/v1`` the same but 401 without ``Bearer secret``; ``/fail/v1``
-always HTTP 503; ``/flaky/v1`` HTTP 500 for the first request of each prompt, then ok;
+always HTTP 503; ``/picky/v1`` HTTP 503 for a passage with the word "poison", else ok;
+``/flaky/v1`` HTTP 500 for the first request of each prompt, then ok;
 ``/garbage/v1`` a JSON body without ``choices``; ``/chatty/v1`` a sentence instead of a
 letter; ``/slow/v1`` answers after 2 s; ``/lag/v1`` after 20 ms (a model's latency, for
 benchmarks/exam.py); ``/missing/v1`` HTTP 404.
@@ -96,7 +97,7 @@ class ChatServer:
                     return self._send(404, {"error": "not found"})
                 if mode == "auth" and self.headers.get("Authorization") != "Bearer secret":
                     return self._send(401, {"error": "invalid api key"})
-                if mode == "fail" or (mode == "flaky" and first):
+                if mode == "fail" or (mode == "flaky" and first) or (mode == "picky" and "poison" in content):
                     return self._send(503 if mode == "fail" else 500, {"error": "overloaded"})
                 if mode == "garbage":
                     return self._send(200, {"oops": 1})

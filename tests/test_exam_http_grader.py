@@ -56,6 +56,15 @@ def test_the_cache_makes_a_second_evaluation_free_and_identical(server: ChatServ
     assert server.requests["ok"] == 4
 
 
+def test_replies_before_a_failure_stay_cached(server: ChatServer, tmp_path: Path) -> None:
+    pairs = [(FREE, "geometric"), (FREE, "poison"), (CHOICE, r"$\sqrt{2}$")]
+    with pytest.raises(SharedTaskError, match=r"failed with HTTP 500 \(1 try\)"):
+        grade_all(_grader(server, tmp_path, "picky", retries=0, concurrency=1), pairs)
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2  # the two good replies
+    again = _grader(server, tmp_path, "picky", retries=0, concurrency=1)
+    assert grade_all(again, [pairs[0], pairs[2]]) == [True, True] and again.sent == 0
+
+
 def test_retries_a_server_error_then_succeeds(server: ChatServer, tmp_path: Path) -> None:
     assert _grader(server, tmp_path, "flaky", retries=1).grade(CHOICE, r"$\sqrt{2}$") is True
     assert server.requests["flaky"] == 2

@@ -101,25 +101,11 @@ class HttpGrader:
         return self.grade_many([(question, text)])[0]
 
     def grade_many(self, pairs: Sequence[tuple[ExamQuestion, str]]) -> list[bool]:
-        prompts = [prompt(q, t) for q, t in pairs]
-        replies, fresh = self._replies(prompts)
-        answers: list[str | None] = []
-        error: SharedTaskError | None = None
-        for (question, _), text in zip(pairs, prompts):
-            try:
-                answers.append(parse_reply(question, replies[text]))
-            except ValueError as exc:
-                fresh.discard(text)  # a malformed reply is not cached: the next evaluation asks again
-                error = error or SharedTaskError(
-                    f"the grader at {self.url} ({self.config.model}) gave a malformed reply to question "
-                    f"{question.id}: {exc}", hint="the model must follow the prompt's reply format; try another model")
-                answers.append(None)
-        for text in fresh:
-            self._store(text, replies[text])
-        if error is not None:
-            raise error
+        asked = {prompt(q, t): q for q, t in pairs}  # one prompt, one question form (its choices are in it)
+        replies = self._replies(asked)
         out = []
-        for (question, _), answer in zip(pairs, answers):
+        for question, text in pairs:
+            answer = self._parse(question, replies[prompt(question, text)])
             if answer is None:
                 out.append(False)
             elif question.choices:
@@ -127,6 +113,14 @@ class HttpGrader:
             else:
                 out.append(self._offline.grade(question, answer))
         return out
+
+    def _parse(self, question: ExamQuestion, reply: str) -> str | None:
+        try:
+            return parse_reply(question, reply)
+        except ValueError as exc:
+            raise SharedTaskError(f"the grader at {self.url} ({self.config.model}) gave a malformed reply to "
+                                  f"question {question.id}: {exc}",
+                                  hint="the model must follow the prompt's reply format; try another model") from None
 
     # --- replies: cache, then the endpoint -------------------------------------------------
 
@@ -161,18 +155,20 @@ class HttpGrader:
             json.dump(entry, handle, ensure_ascii=False)
         os.replace(tmp, path)  # whole or not at all, also with several graders at once
 
-    def _replies(self, prompts: list[str]) -> tuple[dict[str, str], set[str]]:
-        """Reply per prompt, from the cache or the endpoint; and the prompts that were asked now."""
+    def _replies(self, asked: dict[str, ExamQuestion]) -> dict[str, str]:
+        """Reply per prompt: from the cache, else from the endpoint (``concurrency`` at a time);
+        a reply is checked before it is cached, so a malformed one is asked again next time,
+        and the replies that came before a failure stay cached."""
         replies: dict[str, str] = {}
         missing = []
-        for text in dict.fromkeys(prompts):
+        for text in asked:
             cached = self._cached(text)
             if cached is None:
                 missing.append(text)
             else:
                 replies[text] = cached
         if not missing:
-            return replies, set()
+            return replies
         try:
             import httpx
         except ImportError:
@@ -185,11 +181,17 @@ class HttpGrader:
                 raise SharedTaskError(f"the grader's API key variable ${key_env} is not set",
                                       hint=f"export {key_env}=... or remove api_key_env from the grader file")
             headers["Authorization"] = f"Bearer {key}"
+
+        def fetch(text: str) -> str:
+            reply = self._ask(client, text)
+            self._parse(asked[text], reply)
+            self._store(text, reply)
+            return reply
+
         with httpx.Client(timeout=self.config.timeout, headers=headers) as client, \
                 ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool:
-            for text, reply in zip(missing, pool.map(lambda t: self._ask(client, t), missing)):
-                replies[text] = reply
-        return replies, set(missing)
+            replies.update(zip(missing, pool.map(fetch, missing)))
+        return replies
 
     def _ask(self, client: Any, text: str) -> str:
         """One completion, with retries for what may pass (refused, timeout, 429, 5xx)."""
@@ -225,7 +227,7 @@ class HttpGrader:
                                       f"{_snippet(response.text)}",
                                       hint="check base_url (it ends before /chat/completions) and model")
             return self._content(response)
-        raise SharedTaskError(f"the grader at {self.url} {failure} ({tries} tries)",
+        raise SharedTaskError(f"the grader at {self.url} {failure} ({tries} {'try' if tries == 1 else 'tries'})",
                               hint="is the model server running? raise timeout or retries in the grader file")
 
     def _content(self, response: Any) -> str:
