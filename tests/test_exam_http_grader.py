@@ -104,6 +104,13 @@ def test_each_server_error_is_one_clear_line(server: ChatServer, tmp_path: Path,
     assert not list((tmp_path / "cache").rglob("*.json"))  # nothing cached from a failure
 
 
+def test_an_unwritable_cache_is_one_line(server: ChatServer, tmp_path: Path) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be", encoding="utf-8")
+    with pytest.raises(SharedTaskError, match=r"cannot write the grader's cache in .*cache: "):
+        _grader(server, tmp_path).grade(FREE, "geometric")
+
+
 def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
     grader = HttpGrader(HttpGraderConfig(base_url=f"http://127.0.0.1:{_free_port()}/v1", model="m",
                                          retries=1, backoff=0.0))

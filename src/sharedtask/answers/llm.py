@@ -147,13 +147,18 @@ class HttpGrader:
         path = self._cache_path(text)
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"model": self.config.model, "prompt_sha256": hashlib.sha256(text.encode()).hexdigest(),
                  "reply": reply}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-        os.replace(tmp, path)  # whole or not at all, also with several graders at once
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle, ensure_ascii=False)
+            os.replace(tmp, path)  # whole or not at all, also with several graders at once
+        except OSError as exc:
+            raise SharedTaskError(f"cannot write the grader's cache in {self.config.cache_dir}: "
+                                  f"{exc.strerror or exc}",
+                                  hint="set cache: to a writable folder in the grader file") from None
 
     def _replies(self, asked: dict[str, ExamQuestion]) -> dict[str, str]:
         """Reply per prompt: from the cache, else from the endpoint (``concurrency`` at a time);
