@@ -148,13 +148,14 @@ def test_the_grader_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("grader: http\nmodel: m\n", "field 'base_url' must be a non-empty string"),
-    ("grader: http\nbase_url: ftp://x\nmodel: m\n", "base_url must start with http"),
-    ("grader: llm\n", "grader must be 'http' or 'offline'"),
-    ("grader: http\nbase_url: http://x/v1\nmodel: m\nretries: -1\n", "'retries' must be a whole number >= 0"),
-    ("grader: http\nbase_url: http://x/v1\nmodel: m\napi_key: sk-123\n", "unknown field(s) api_key"),
-    ("grader: http\nbase_url: http://x/v1\nmodel: m\napi_key_env: sk-123\n", "api_key_env must name"),
-    ("grader: [\n", "not valid YAML"),
+    ("grader: http\nmodel: m\n", "(top level): 'base_url' is a required property"),
+    ("grader: http\nbase_url: ftp://x\nmodel: m\n", "base_url: 'ftp://x' does not match"),
+    ("grader: llm\nbase_url: http://x/v1\nmodel: m\n", "grader: 'llm' is not one of ['http', 'offline']"),
+    ("base_url: http://x/v1\nmodel: m\nretries: -1\n", "retries: -1 is less than the minimum of 0"),
+    ("base_url: http://x/v1\nmodel: m\nconcurrency: true\n", "concurrency: True is not of type 'integer'"),
+    ("base_url: http://x/v1\nmodel: m\napi_key: sk-123\n", "('api_key' was unexpected)"),
+    ("base_url: http://x/v1\nmodel: m\napi_key_env: sk-123\n", "api_key_env: 'sk-123' does not match"),
+    ("grader: [\n", "invalid YAML"),
 ])
 def test_a_bad_grader_file_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "grader.yml"

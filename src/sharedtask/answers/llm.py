@@ -258,57 +258,46 @@ def _reason(exc: Exception) -> str:
 
 # --- the organizer's grader file -------------------------------------------------------------
 
-_FIELDS = {"grader", "base_url", "model", "api_key_env", "timeout", "retries", "concurrency", "cache", "backoff",
-           "max_tokens"}
+#: The grader file's JSON Schema (docs/evaluation.md, "EXAM"); jsonschema checks it.
+GRADER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "grader": {"enum": ["http", "offline"]},
+        "base_url": {"type": "string", "pattern": r"^https?://\S+$"},
+        "model": {"type": "string", "minLength": 1},
+        "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},  # a name, never the key
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "retries": {"type": "integer", "minimum": 0},
+        "concurrency": {"type": "integer", "minimum": 1},
+        "backoff": {"type": "number", "minimum": 0},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "cache": {"type": "string", "minLength": 1},
+    },
+    "if": {"properties": {"grader": {"const": "offline"}}, "required": ["grader"]},
+    "else": {"required": ["base_url", "model"]},
+}
 
 
 def load_grader(path: Path) -> Grader:
-    """A grader from a YAML file: ``grader: offline``, or ``grader: http`` with ``base_url``,
-    ``model`` and optionally ``api_key_env``, ``timeout``, ``retries``, ``concurrency``,
-    ``cache`` (a folder, relative to the file; default ``exam-cache`` next to it)."""
-    import yaml
+    """A grader from a YAML file: ``grader: offline``, or ``grader: http`` (the default) with
+    ``base_url``, ``model`` and optionally ``api_key_env``, ``timeout``, ``retries``,
+    ``concurrency``, ``backoff``, ``max_tokens``, ``cache`` (a folder, relative to the file;
+    default ``exam-cache`` next to it)."""
+    import jsonschema
+
+    from sharedtask.spec import read_yaml, yaml_path
 
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SharedTaskError(f"{path}: cannot read the grader file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise SharedTaskError(f"{path}{where}: not valid YAML", hint="see docs/evaluation.md, 'EXAM'") from None
-    if not isinstance(doc, dict):
-        raise SharedTaskError(f"{path}: the grader file must be a mapping", hint="grader: http, base_url: ..., model: ...")
-    unknown = sorted(set(doc) - _FIELDS)
-    if unknown:
-        raise SharedTaskError(f"{path}: unknown field(s) {', '.join(unknown)}", hint=f"known: {', '.join(sorted(_FIELDS))}")
-    kind = doc.get("grader", "http")
-    if kind == "offline":
+    doc = read_yaml(path)
+    errors = sorted(jsonschema.Draft202012Validator(GRADER_SCHEMA).iter_errors(doc),
+                    key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        raise SharedTaskError(f"{path}: {yaml_path(list(errors[0].absolute_path))}: {errors[0].message}",
+                              hint="docs/evaluation.md, 'EXAM': grader: http, base_url: http://HOST:PORT/v1, "
+                                   "model: NAME, api_key_env: VARIABLE")
+    if doc.get("grader") == "offline":
         return OfflineGrader()
-    if kind != "http":
-        raise SharedTaskError(f"{path}: grader must be 'http' or 'offline', found {kind!r}")
-    for name in ("base_url", "model"):
-        if not isinstance(doc.get(name), str) or not doc[name].strip():
-            raise SharedTaskError(f"{path}: field {name!r} must be a non-empty string",
-                                  hint="e.g. base_url: http://127.0.0.1:8000/v1, model: my-model")
-    if not doc["base_url"].startswith(("http://", "https://")):
-        raise SharedTaskError(f"{path}: base_url must start with http:// or https://, found {doc['base_url']!r}")
-    numbers: dict[str, Any] = {}
-    for name, kind_, low in (("timeout", float, 0.0), ("backoff", float, 0.0), ("retries", int, 0),
-                             ("concurrency", int, 1), ("max_tokens", int, 1)):
-        if name in doc:
-            value = doc[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind_ is int and value != int(value)) \
-                    or value < low or (name == "timeout" and value == 0):
-                raise SharedTaskError(f"{path}: field {name!r} must be a {'whole ' if kind_ is int else ''}number "
-                                      f">= {low:g}{' and > 0' if name == 'timeout' else ''}, found {value!r}")
-            numbers[name] = kind_(value)
-    cache = doc.get("cache", "exam-cache")
-    if not isinstance(cache, str) or not cache:
-        raise SharedTaskError(f"{path}: field 'cache' must be a folder name")
-    key_env = doc.get("api_key_env")
-    if key_env is not None and (not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env)):
-        raise SharedTaskError(f"{path}: api_key_env must name an environment variable, found {key_env!r}",
-                              hint="the key itself never goes into the file")
-    return HttpGrader(HttpGraderConfig(base_url=doc["base_url"], model=doc["model"], api_key_env=key_env,
-                                       cache_dir=(path.parent / cache).resolve(), **numbers))
+    options = {k: doc[k] for k in ("timeout", "retries", "concurrency", "backoff", "max_tokens") if k in doc}
+    return HttpGrader(HttpGraderConfig(base_url=doc["base_url"], model=doc["model"], api_key_env=doc.get("api_key_env"),
+                                       cache_dir=(path.parent / doc.get("cache", "exam-cache")).resolve(), **options))
