@@ -113,33 +113,35 @@ def _merge(titles_of_parts: list[dict[str, str]], parts: list[Path], out: Sharde
     titles: dict[str, str] = {}
     spill_path = spill_dir / "answers-before-question.jsonl"
     spilled = 0
-    next_report = PROGRESS_EVERY
-    with open(spill_path, "w", encoding="utf-8") as spill:
-        for part_titles, path in zip(titles_of_parts, parts):
-            with open(path, encoding="utf-8", buffering=1 << 20) as f:
-                for line in f:
-                    if line[0] != "\t":
-                        out.write_line(line)
-                        continue
+    try:
+        next_report = PROGRESS_EVERY
+        with open(spill_path, "w", encoding="utf-8") as spill:
+            for part_titles, path in zip(titles_of_parts, parts):
+                with open(path, encoding="utf-8", buffering=1 << 20) as f:
+                    for line in f:
+                        if line[0] != "\t":
+                            out.write_line(line)
+                            continue
+                        answer_id, parent_id, text = json.loads(line)
+                        title = titles.get(parent_id)
+                        if title is None:
+                            spill.write(line)
+                            spilled += 1
+                        else:
+                            out.write_line(json_line(answer_id, f"{title} {text}"))
+                titles.update(part_titles)  # after the part: its answers saw only what came before them
+                if out.count >= next_report:
+                    log.info("converted %d answers", out.count)
+                    next_report += PROGRESS_EVERY
+        if spilled:
+            log.info("%d answers came before their question: adding them now", spilled)
+            with open(spill_path, encoding="utf-8") as spill:
+                for line in spill:
                     answer_id, parent_id, text = json.loads(line)
-                    title = titles.get(parent_id)
-                    if title is None:
-                        spill.write(line)
-                        spilled += 1
-                    else:
-                        out.write_line(json_line(answer_id, f"{title} {text}"))
-            titles.update(part_titles)  # after the part: its answers saw only what came before them
-            if out.count >= next_report:
-                log.info("converted %d answers", out.count)
-                next_report += PROGRESS_EVERY
-    if spilled:
-        log.info("%d answers came before their question: adding them now", spilled)
-        with open(spill_path, encoding="utf-8") as spill:
-            for line in spill:
-                answer_id, parent_id, text = json.loads(line)
-                out.write(answer_id, f"{titles.get(parent_id, '')} {text}".strip())
-    spill_path.unlink()
-    return out.count
+                    out.write(answer_id, f"{titles.get(parent_id, '')} {text}".strip())
+        return out.count
+    finally:
+        spill_path.unlink(missing_ok=True)  # also when the input fails half-way
 
 
 def convert_posts_serial(posts: Path, out: ShardedJsonl, spill_dir: Path, workers: int = 0) -> int:
@@ -171,23 +173,25 @@ def convert_posts_serial(posts: Path, out: ShardedJsonl, spill_dir: Path, worker
         if batch:
             yield batch
 
-    next_report = PROGRESS_EVERY
-    with open(spill_path, "w", encoding="utf-8") as spill:
-        for lines in ordered_map(encode_answers, answer_batches(spill), workers):
-            for line in lines:
-                out.write_line(line)
-            if out.count >= next_report:
-                log.info("converted %d answers", out.count)
-                next_report += PROGRESS_EVERY
-    if spilled:
-        log.info("%d answers came before their question: adding them now", spilled)
-        with open(spill_path, encoding="utf-8") as spill:
-            for line in spill:
-                answer_id, parent_id, body = json.loads(line)
-                title = titles.get(parent_id, "")
-                out.write(answer_id, f"{title} {html_to_index_text(body)}".strip())
-    spill_path.unlink()
-    return out.count
+    try:
+        next_report = PROGRESS_EVERY
+        with open(spill_path, "w", encoding="utf-8") as spill:
+            for lines in ordered_map(encode_answers, answer_batches(spill), workers):
+                for line in lines:
+                    out.write_line(line)
+                if out.count >= next_report:
+                    log.info("converted %d answers", out.count)
+                    next_report += PROGRESS_EVERY
+        if spilled:
+            log.info("%d answers came before their question: adding them now", spilled)
+            with open(spill_path, encoding="utf-8") as spill:
+                for line in spill:
+                    answer_id, parent_id, body = json.loads(line)
+                    title = titles.get(parent_id, "")
+                    out.write(answer_id, f"{title} {html_to_index_text(body)}".strip())
+        return out.count
+    finally:
+        spill_path.unlink(missing_ok=True)  # also when the input fails half-way
 
 
 def topic_query(topic: ArqmathTopic) -> str:
