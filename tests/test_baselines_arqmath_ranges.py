@@ -181,3 +181,16 @@ def test_gzipped_and_other_encodings_stay_in_one_range(tmp_path: Path, split_sma
     new = _convert(arqmath.convert_posts, packed, tmp_path / "new", 1)
     old = _convert(arqmath.convert_posts_serial, packed, tmp_path / "old", 1)
     assert new == old
+
+
+def test_without_lxml_the_one_pass_conversion_takes_over(tmp_path: Path, split_small: None,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in, not a real part: an image built before lxml joined the base image cannot be
+    # made here, so the import is made to fail (None in sys.modules), inherited by the workers.
+    posts = tmp_path / "Posts.xml"
+    posts.write_text(_posts(200, 5), encoding="utf-8")
+    old = _convert(arqmath.convert_posts_serial, posts, tmp_path / "old", 1)
+    monkeypatch.setitem(sys.modules, "lxml", None)
+    with pytest.raises(ImportError):
+        list(read_post_rows(split_posts(posts, 1)[0], posts_frame(posts)))
+    assert _convert(arqmath.convert_posts, posts, tmp_path / "new", 1) == old
