@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -133,15 +133,22 @@ def _merge(titles_of_parts: list[dict[str, str]], parts: list[Path], out: Sharde
                 if out.count >= next_report:
                     log.info("converted %d answers", out.count)
                     next_report += PROGRESS_EVERY
-        if spilled:
-            log.info("%d answers came before their question: adding them now", spilled)
-            with open(spill_path, encoding="utf-8") as spill:
-                for line in spill:
-                    answer_id, parent_id, text = json.loads(line)
-                    out.write(answer_id, f"{titles.get(parent_id, '')} {text}".strip())
+        _add_spilled(spill_path, spilled, titles, out, words=str)  # texts already converted
         return out.count
     finally:
         spill_path.unlink(missing_ok=True)  # also when the input fails half-way
+
+
+def _add_spilled(spill_path: Path, spilled: int, titles: dict[str, str], out: ShardedJsonl,
+                 words: Callable[[str], str] = html_to_index_text) -> None:
+    """The answers that came before their question (``[id, question id, text]`` lines), at the end."""
+    if not spilled:
+        return
+    log.info("%d answers came before their question: adding them now", spilled)
+    with open(spill_path, encoding="utf-8") as spill:
+        for line in spill:
+            answer_id, parent_id, text = json.loads(line)
+            out.write(answer_id, f"{titles.get(parent_id, '')} {words(text)}".strip())
 
 
 def convert_posts_serial(posts: Path, out: ShardedJsonl, spill_dir: Path, workers: int = 0) -> int:
@@ -182,13 +189,7 @@ def convert_posts_serial(posts: Path, out: ShardedJsonl, spill_dir: Path, worker
                 if out.count >= next_report:
                     log.info("converted %d answers", out.count)
                     next_report += PROGRESS_EVERY
-        if spilled:
-            log.info("%d answers came before their question: adding them now", spilled)
-            with open(spill_path, encoding="utf-8") as spill:
-                for line in spill:
-                    answer_id, parent_id, body = json.loads(line)
-                    title = titles.get(parent_id, "")
-                    out.write(answer_id, f"{title} {html_to_index_text(body)}".strip())
+        _add_spilled(spill_path, spilled, titles, out)
         return out.count
     finally:
         spill_path.unlink(missing_ok=True)  # also when the input fails half-way

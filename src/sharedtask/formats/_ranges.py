@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -58,6 +59,27 @@ def split_ranges(path: PathLike, parts: int, boundary: Boundary, min_bytes: int)
         start = next_start
     ranges.append(ByteRange(path, start, None))
     return ranges
+
+
+def find_boundary(f: IO[bytes], offset: int, size: int, pattern: re.Pattern[bytes], search_bytes: int,
+                  accept: Callable[[IO[bytes], int], bool] | None = None) -> tuple[int, int] | None:
+    """The first match of ``pattern`` at or after ``offset`` (within ``search_bytes``) that ``accept``s.
+
+    ``pattern`` matches the last byte of the previous record, then the blanks between,
+    with group 1 starting the next record; returns ``(end of previous, start of next)``.
+    """
+    pos = offset
+    while pos < min(size, offset + search_bytes):
+        f.seek(pos)
+        block = f.read(1 << 20)
+        if not block:
+            return None
+        for m in pattern.finditer(block):
+            start = pos + m.start(1)
+            if accept is None or accept(f, start):
+                return pos + m.start() + 1, start
+        pos += max(1, len(block) - 64)  # overlap: a boundary may straddle two blocks
+    return None
 
 
 class Spliced(io.RawIOBase):

@@ -19,7 +19,7 @@ from typing import IO, Any, NamedTuple
 
 from sharedtask.errors import FormatError
 from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, open_text
-from sharedtask.formats._ranges import ByteRange, open_range, split_ranges
+from sharedtask.formats._ranges import ByteRange, find_boundary, open_range, split_ranges
 
 #: The five corpus files of args.me 2020-04-01, in the order they are read.
 ARGSME_FILES: tuple[str, ...] = (
@@ -301,18 +301,7 @@ def split_argsme(path: PathLike, parts: int) -> list[ArgsmeRange]:
 
 def _boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
     """``(end of the previous argument, start of the next)`` of the first boundary at or after ``offset``."""
-    pos = offset
-    while pos < min(size, offset + SPLIT_SEARCH_BYTES):
-        f.seek(pos)
-        block = f.read(1 << 20)
-        if not block:
-            return None
-        for m in _BOUNDARY.finditer(block):
-            start = pos + m.start(1)
-            if _argument_starts_at(f, start):
-                return pos + m.start() + 1, start
-        pos += max(1, len(block) - 64)  # overlap: a boundary may straddle two blocks
-    return None
+    return find_boundary(f, offset, size, _BOUNDARY, SPLIT_SEARCH_BYTES, _argument_starts_at)
 
 
 def _argument_starts_at(f: IO[bytes], start: int) -> bool:

@@ -20,7 +20,7 @@ from xml.parsers import expat
 
 from sharedtask.errors import FormatError
 from sharedtask.formats._io import BUFFER, DECODE_ERRORS, PathLike, decode_error, is_gzip, open_binary, open_text
-from sharedtask.formats._ranges import ByteRange, open_range, split_ranges
+from sharedtask.formats._ranges import ByteRange, find_boundary, open_range, split_ranges
 from sharedtask.formats.formulas import (  # noqa: F401 - re-exported: part of the ARQMath API
     FormulaRecord,
     load_visual_ids,
@@ -201,17 +201,7 @@ def split_posts(path: PathLike, parts: int) -> list[ByteRange]:
 
 def _row_boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
     """``(end of the previous element, start of the next row)`` at or after ``offset``."""
-    pos = offset
-    while pos < min(size, offset + SPLIT_SEARCH_BYTES):
-        f.seek(pos)
-        block = f.read(1 << 20)
-        if not block:
-            return None
-        m = _ROW_BOUNDARY.search(block)
-        if m is not None:
-            return pos + m.start() + 1, pos + m.start(1)
-        pos += max(1, len(block) - 64)  # overlap: a boundary may straddle two blocks
-    return None
+    return find_boundary(f, offset, size, _ROW_BOUNDARY, SPLIT_SEARCH_BYTES)
 
 
 #: One post as :func:`read_post_rows` yields it: ``("1", id, title, "")`` for a question,
