@@ -5,7 +5,8 @@ beside Anserini's own indexing of the same documents, in one run.
         [--cpus 2] [--image sharedtask/baseline-lucene:latest] [--skip-anserini]
 
 * before / after: ``lucene_baseline.arqmath.convert_posts`` of commit REF and of this
-  checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards),
+  checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards;
+  for the range conversion that is ``cpus`` processes on byte ranges, this one merging),
   on the synthetic 1M-answer Posts.xml (``python -m sharedtask.synthetic arqmath``,
   generated when missing). Wall and CPU seconds (the process and its workers, os.wait4),
   MB/s, and whether the JSONL of both is byte-identical (sha256 of every shard).
@@ -99,7 +100,8 @@ def anserini_seconds(jsonl: Path, image: str, cpus: float) -> float | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", default="6f21b19", metavar="REF", help="commit of the code before (default 6f21b19)")
+    ap.add_argument("--before", default="710a2ed", metavar="REF",
+                    help="commit of the code before (default 710a2ed: one expat pass, bodies in a worker)")
     ap.add_argument("--posts", type=Path, help="Posts.xml (default: the synthetic 1M-answer collection)")
     ap.add_argument("--answers", type=int, default=1_000_000)
     ap.add_argument("--cpus", type=float, default=2.0)
