@@ -130,6 +130,7 @@ def _merge(titles_of_parts: list[dict[str, str]], parts: list[Path], out: Sharde
                         else:
                             out.write_line(json_line(answer_id, f"{title} {text}"))
                 titles.update(part_titles)  # after the part: its answers saw only what came before them
+                path.unlink()  # scratch space: the parts are as large as the JSONL
                 if out.count >= next_report:
                     log.info("converted %d answers", out.count)
                     next_report += PROGRESS_EVERY
