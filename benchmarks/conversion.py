@@ -2,7 +2,7 @@
 beside Anserini's own indexing of the same documents, in one run.
 
     .venv/bin/python benchmarks/conversion.py [--before REF] [--posts PATH] [--answers 1000000]
-        [--cpus 2] [--image sharedtask/baseline-lucene:latest] [--skip-anserini]
+        [--cpus 2] [--image sharedtask/baseline-lucene:latest] [--skip-anserini] [--repeat N]
 
 * before / after: ``lucene_baseline.arqmath.convert_posts`` of commit REF and of this
   checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards;
@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +108,8 @@ def main() -> int:
     ap.add_argument("--cpus", type=float, default=2.0)
     ap.add_argument("--image", default="sharedtask/baseline-lucene:latest", help="image whose Anserini indexes")
     ap.add_argument("--skip-anserini", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="convert before and after N times, alternating; medians are compared (default 1)")
     args = ap.parse_args()
     posts = args.posts
     if posts is None:
@@ -120,16 +123,25 @@ def main() -> int:
     print(f"{posts}: {size / 1e6:,.0f} MB; workers {workers} (cpus {args.cpus:g} - 1, as in the image)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-conversion-", dir=DATA) as name:
         tmp = Path(name)
-        results = {}
-        for label, root in (("before", tree(args.before, tmp / "before-tree")), ("after", ROOT)):
-            out = tmp / label
-            out.mkdir()
-            wall, cpu, answers = convert(root, posts, out, workers)
-            results[label] = (wall, cpu, digest(out / "docs"))
-            print(f"{label:6s} {wall:7.1f} s wall {cpu:7.1f} s CPU  {size / wall / 1e6:5.0f} MB/s  "
-                  f"{answers:,} answers", flush=True)
-            if label == "before":
-                shutil.rmtree(out)
+        roots = (("before", tree(args.before, tmp / "before-tree")), ("after", ROOT))
+        runs: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        digests: dict[str, str] = {}
+        for rep in range(args.repeat):  # alternating, so that a change of load hits both alike
+            for label, root in roots:
+                out = tmp / label
+                out.mkdir()
+                wall, cpu, answers = convert(root, posts, out, workers)
+                runs[label].append((wall, cpu))
+                digests.setdefault(label, digest(out / "docs"))
+                print(f"{label:6s} {wall:7.1f} s wall {cpu:7.1f} s CPU  {size / wall / 1e6:5.0f} MB/s  "
+                      f"{answers:,} answers  load {os.getloadavg()[0]:.1f}", flush=True)
+                if label == "before" or rep < args.repeat - 1:
+                    shutil.rmtree(out)
+        results = {label: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v), digests[label])
+                   for label, v in runs.items()}
+        if args.repeat > 1:
+            for label, (wall, cpu, _) in results.items():
+                print(f"{label:6s} median of {args.repeat}: {wall:.1f} s wall, {cpu:.1f} s CPU")
         same = results["before"][2] == results["after"][2]
         print(f"JSONL byte-identical: {'yes' if same else 'NO'} (sha256 {results['after'][2][:16]}...)")
         print(f"after / before: wall {results['after'][0] / results['before'][0]:.2f}x, "
