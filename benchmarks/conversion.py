@@ -2,10 +2,11 @@
 beside Anserini's own indexing of the same documents, in one run.
 
     .venv/bin/python benchmarks/conversion.py [--before REF] [--posts PATH] [--answers 1000000]
-        [--cpus 2] [--image sharedtask/baseline-lucene:latest] [--skip-anserini]
+        [--cpus 2] [--image sharedtask/baseline-lucene:latest] [--skip-anserini] [--repeat N]
 
 * before / after: ``lucene_baseline.arqmath.convert_posts`` of commit REF and of this
-  checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards),
+  checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards;
+  for the range conversion that is ``cpus`` processes on byte ranges, this one merging),
   on the synthetic 1M-answer Posts.xml (``python -m sharedtask.synthetic arqmath``,
   generated when missing). Wall and CPU seconds (the process and its workers, os.wait4),
   MB/s, and whether the JSONL of both is byte-identical (sha256 of every shard).
@@ -22,6 +23,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,12 +101,15 @@ def anserini_seconds(jsonl: Path, image: str, cpus: float) -> float | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", default="6f21b19", metavar="REF", help="commit of the code before (default 6f21b19)")
+    ap.add_argument("--before", default="710a2ed", metavar="REF",
+                    help="commit of the code before (default 710a2ed: one expat pass, bodies in a worker)")
     ap.add_argument("--posts", type=Path, help="Posts.xml (default: the synthetic 1M-answer collection)")
     ap.add_argument("--answers", type=int, default=1_000_000)
     ap.add_argument("--cpus", type=float, default=2.0)
     ap.add_argument("--image", default="sharedtask/baseline-lucene:latest", help="image whose Anserini indexes")
     ap.add_argument("--skip-anserini", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="convert before and after N times, alternating; medians are compared (default 1)")
     args = ap.parse_args()
     posts = args.posts
     if posts is None:
@@ -118,16 +123,25 @@ def main() -> int:
     print(f"{posts}: {size / 1e6:,.0f} MB; workers {workers} (cpus {args.cpus:g} - 1, as in the image)", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-conversion-", dir=DATA) as name:
         tmp = Path(name)
-        results = {}
-        for label, root in (("before", tree(args.before, tmp / "before-tree")), ("after", ROOT)):
-            out = tmp / label
-            out.mkdir()
-            wall, cpu, answers = convert(root, posts, out, workers)
-            results[label] = (wall, cpu, digest(out / "docs"))
-            print(f"{label:6s} {wall:7.1f} s wall {cpu:7.1f} s CPU  {size / wall / 1e6:5.0f} MB/s  "
-                  f"{answers:,} answers", flush=True)
-            if label == "before":
-                shutil.rmtree(out)
+        roots = (("before", tree(args.before, tmp / "before-tree")), ("after", ROOT))
+        runs: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        digests: dict[str, str] = {}
+        for rep in range(args.repeat):  # alternating, so that a change of load hits both alike
+            for label, root in roots:
+                out = tmp / label
+                out.mkdir()
+                wall, cpu, answers = convert(root, posts, out, workers)
+                runs[label].append((wall, cpu))
+                digests.setdefault(label, digest(out / "docs"))
+                print(f"{label:6s} {wall:7.1f} s wall {cpu:7.1f} s CPU  {size / wall / 1e6:5.0f} MB/s  "
+                      f"{answers:,} answers  load {os.getloadavg()[0]:.1f}", flush=True)
+                if label == "before" or rep < args.repeat - 1:
+                    shutil.rmtree(out)
+        results = {label: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v), digests[label])
+                   for label, v in runs.items()}
+        if args.repeat > 1:
+            for label, (wall, cpu, _) in results.items():
+                print(f"{label:6s} median of {args.repeat}: {wall:.1f} s wall, {cpu:.1f} s CPU")
         same = results["before"][2] == results["after"][2]
         print(f"JSONL byte-identical: {'yes' if same else 'NO'} (sha256 {results['after'][2][:16]}...)")
         print(f"after / before: wall {results['after'][0] / results['before'][0]:.2f}x, "

@@ -68,11 +68,13 @@ _latex_piece = st.sampled_from([
     r"\frac", r"\left", r"\leftarrow", r"\bigl", r"\big", r"\\", "\\", r"\{", r"\,", "\\\n", "12", "x", "^", "_",
     "{", "}", "=", "&lt;", "&gt;", "&amp;", "&amp", "&#92;", "&#x5c;", "&#1;", "&#10;", "&NewLine;", "'", "|",
     "$", "$$", " ", "\n", "\u00e9", "\u2212", "\x01", "<", ">", "a", "\\alpha1", "\\text{if}", "&quot;",
+    "</span", "/span>", "<</", "\r",
 ])
 _latex = st.lists(_latex_piece, max_size=8).map("".join)
 _span = _latex.map(lambda tex: f'<span class="math-container" id="1">{tex}</span>')
 _outside = st.sampled_from(["<p>", "</p>", "word", " ", "\n", "$", "$$", "&amp", "&lt;", "<", ">", "\\", "a\\",
-                            "\\left", "<b", "b>", "\u00a0", "x", "1", "&#36;", "\x01"])
+                            "\\left", "<b", "b>", "\u00a0", "x", "1", "&#36;", "\x01",
+                            '<span class="math-container" id="2">', "</span>", "</span", "/span>"])
 _body = st.lists(st.one_of(_span, _outside), max_size=12).map("".join)
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from sharedtask.errors import FormatError
-from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, is_gzip, open_text
+from sharedtask.formats._io import DECODE_ERRORS, PathLike, decode_error, open_text
+from sharedtask.formats._ranges import ByteRange, find_boundary, open_range, split_ranges
 
 #: The five corpus files of args.me 2020-04-01, in the order they are read.
 ARGSME_FILES: tuple[str, ...] = (
@@ -285,12 +285,8 @@ _PART_PREFIX = b'{"arguments": ['
 _PART_SUFFIX = b"]}"
 
 
-class ArgsmeRange(NamedTuple):
-    """A byte range of an args.me file holding whole arguments (see :func:`split_argsme`)."""
-
-    path: Path
-    start: int  # 0, or the offset of the ``{`` of the range's first argument
-    end: int | None  # None (to the end), or the offset just after its last argument's ``}``
+#: A byte range of an args.me file holding whole arguments (see :func:`split_argsme`).
+ArgsmeRange = ByteRange
 
 
 def split_argsme(path: PathLike, parts: int) -> list[ArgsmeRange]:
@@ -300,45 +296,12 @@ def split_argsme(path: PathLike, parts: int) -> list[ArgsmeRange]:
     Reading every range with :func:`read_argsme_range` yields exactly the arguments
     of :func:`read_argsme`, in the same order.
     """
-    path = Path(path)
-    whole = [ArgsmeRange(path, 0, None)]
-    if parts < 2 or is_gzip(path):
-        return whole
-    size = os.path.getsize(path)
-    if size < MIN_SPLIT_BYTES:
-        return whole
-    cuts: list[tuple[int, int]] = []
-    with open(path, "rb") as f:
-        for k in range(1, parts):
-            after = max(size * k // parts, cuts[-1][1] + 1 if cuts else 0)
-            found = _boundary_after(f, after, size)
-            if found is None:
-                break
-            cuts.append(found)
-    if not cuts:
-        return whole
-    ranges, start = [], 0
-    for cut, next_start in cuts:
-        ranges.append(ArgsmeRange(path, start, cut))
-        start = next_start
-    ranges.append(ArgsmeRange(path, start, None))
-    return ranges
+    return split_ranges(path, parts, _boundary_after, MIN_SPLIT_BYTES)
 
 
 def _boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
     """``(end of the previous argument, start of the next)`` of the first boundary at or after ``offset``."""
-    pos = offset
-    while pos < min(size, offset + SPLIT_SEARCH_BYTES):
-        f.seek(pos)
-        block = f.read(1 << 20)
-        if not block:
-            return None
-        for m in _BOUNDARY.finditer(block):
-            start = pos + m.start(1)
-            if _argument_starts_at(f, start):
-                return pos + m.start() + 1, start
-        pos += max(1, len(block) - 64)  # overlap: a boundary may straddle two blocks
-    return None
+    return find_boundary(f, offset, size, _BOUNDARY, SPLIT_SEARCH_BYTES, _argument_starts_at)
 
 
 def _argument_starts_at(f: IO[bytes], start: int) -> bool:
@@ -363,57 +326,14 @@ def _argument_starts_at(f: IO[bytes], start: int) -> bool:
                 and "premises" in obj and rest[:1] in (",", "]"))
 
 
-class _Spliced(io.RawIOBase):
-    """``prefix + file[start:end] + suffix`` as one binary stream."""
-
-    def __init__(self, path: Path, start: int, end: int | None, prefix: bytes, suffix: bytes) -> None:
-        self._f = open(path, "rb")
-        self._f.seek(start)
-        self._left = None if end is None else end - start
-        self._pieces = [prefix]
-        self._suffix = suffix
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        while self._pieces and not self._pieces[0]:
-            self._pieces.pop(0)
-        if self._pieces:
-            piece = self._pieces[0]
-            n = min(len(view), len(piece))
-            view[:n] = piece[:n]
-            self._pieces[0] = piece[n:]
-            return n
-        if self._f is not None:
-            want = len(view) if self._left is None else min(len(view), self._left)
-            n = self._f.readinto(view[:want]) if want else 0
-            if n:
-                if self._left is not None:
-                    self._left -= n
-                return n
-            self._f.close()
-            self._f = None
-            self._pieces = [self._suffix]
-            return self.readinto(buffer)
-        return 0
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
-        super().close()
-
-
 def read_argsme_range(part: ArgsmeRange) -> Iterator[Argument]:
     """Stream the arguments of one range of :func:`split_argsme` (errors name the file's own lines)."""
     path, start, end = part
     prefix = _PART_PREFIX if start else b""
 
     def spliced() -> IO[str]:
-        raw = _Spliced(path, start, end, prefix, _PART_SUFFIX if end is not None else b"")
-        return io.TextIOWrapper(io.BufferedReader(raw, 1 << 20), encoding="utf-8-sig", newline="")
+        raw = open_range(part, prefix, _PART_SUFFIX if end is not None else b"")
+        return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
     with spliced() as f:
         try:

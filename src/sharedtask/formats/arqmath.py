@@ -14,11 +14,13 @@ import csv
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from typing import NamedTuple
+from pathlib import Path
+from typing import IO, NamedTuple
 from xml.parsers import expat
 
 from sharedtask.errors import FormatError
-from sharedtask.formats._io import BUFFER, DECODE_ERRORS, PathLike, decode_error, open_binary, open_text
+from sharedtask.formats._io import BUFFER, DECODE_ERRORS, PathLike, decode_error, is_gzip, open_binary, open_text
+from sharedtask.formats._ranges import ByteRange, find_boundary, open_range, split_ranges
 from sharedtask.formats.formulas import (  # noqa: F401 - re-exported: part of the ARQMath API
     FormulaRecord,
     load_visual_ids,
@@ -142,6 +144,129 @@ def _encoding_error(path: PathLike, exc: LookupError) -> FormatError:
                        hint='official files start with <?xml version="1.0" encoding="utf-8"?>')
 
 
+# ---------------------------------------------------------------- reading Posts in parts
+#
+# Converting the 3.25 GB Posts.xml for an index is bound by the XML parse and the text
+# conversion, both CPU: one process per CPU, each on a byte range of whole ``<row/>``
+# elements, parsed by libxml2 (lxml), which reads the file in about 60 % of expat's
+# CPU time (benchmarks/conversion.py). A range starts at ``<row`` right after the ``>``
+# of the previous element: ``<`` is never literal in an attribute value or text (XML
+# 1.0, section 2.4), so such a boundary is inside a comment, CDATA section or
+# processing instruction or else a real element start; in the first case the range
+# before it ends inside that construct, its parse fails and callers fall back to
+# :func:`read_posts` on the whole file, which gives the exact error or the same rows.
+
+#: Files smaller than this are read in one part: splitting them saves less than it costs.
+MIN_SPLIT_BYTES = 16 << 20
+#: How far past the wanted offset a row boundary is looked for before giving up.
+SPLIT_SEARCH_BYTES = 16 << 20
+_ROW_BOUNDARY = re.compile(rb">[ \t\r\n]*(<row[ \t\r\n/>])")
+# The head of a file that can be cut: an optional BOM and XML declaration, then the root's
+# start tag (no DOCTYPE, comment or PI before it: those could declare entities or hide markup).
+_HEAD = re.compile(rb"\A(?:\xef\xbb\xbf)?(<\?xml[ \t\r\n][^<>?]*\?>)?[ \t\r\n]*"
+                   rb"<([A-Za-z_][A-Za-z0-9._-]*)(?:[ \t\r\n][^<>]*)?(?<!/)>")
+_ENCODING = re.compile(rb"""encoding[ \t\r\n]*=[ \t\r\n]*["']([A-Za-z0-9._-]+)["']""")
+
+
+class PostsFrame(NamedTuple):
+    """What turns a range of rows back into a whole Posts file: the head up to the root's
+    start tag before it (for every range but the first) and the root's end tag after it."""
+
+    head: bytes
+    tail: bytes
+
+
+def posts_frame(path: PathLike) -> PostsFrame | None:
+    """The frame of an uncompressed UTF-8 Posts file, or None when it cannot be cut safely."""
+    if is_gzip(path):
+        return None
+    with open_binary(path) as f:
+        start = f.read(1 << 16)
+    m = _HEAD.match(start)
+    if m is None:
+        return None
+    if m.group(1):
+        enc = _ENCODING.search(m.group(1))
+        if enc is not None and enc.group(1).lower() not in (b"utf-8", b"utf8"):
+            return None
+    return PostsFrame(m.group(0), b"</" + m.group(2) + b">")
+
+
+def split_posts(path: PathLike, parts: int) -> list[ByteRange]:
+    """Cut a Posts file into up to ``parts`` ranges of whole rows (one when it cannot be cut)."""
+    if parts > 1 and posts_frame(path) is None:
+        return [ByteRange(Path(path), 0, None)]
+    return split_ranges(path, parts, _row_boundary_after, MIN_SPLIT_BYTES)
+
+
+def _row_boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
+    """``(end of the previous element, start of the next row)`` at or after ``offset``."""
+    return find_boundary(f, offset, size, _ROW_BOUNDARY, SPLIT_SEARCH_BYTES)
+
+
+#: One post as :func:`read_post_rows` yields it: ``("1", id, title, "")`` for a question,
+#: ``("2", id, parent id, body)`` for an answer. Plain tuples: no object per row.
+PostRow = tuple[str, str, str, str]
+
+
+def read_post_rows(part: ByteRange, frame: PostsFrame | None) -> Iterator[PostRow]:
+    """The questions and answers of one range of :func:`split_posts`, in file order.
+
+    Accepts what :func:`read_posts` accepts, rejects what it rejects (same checks of
+    PostTypeId, Id, ParentId, Score, AnswerCount), but its FormatError says only
+    where the range failed: for the exact message and line, read the file with
+    :func:`read_posts`. Rows nested in rows (never in Stack Exchange dumps) are
+    refused too, since their order would differ.
+    """
+    from lxml import etree  # only here: the import costs start-up time elsewhere
+
+    def refuse(what: str) -> FormatError:
+        return FormatError(part.path, f"{what} in the part from byte {part.start:,}",
+                           hint="read the file with read_posts for the exact error")
+
+    whole = part.start == 0 and part.end is None
+    if whole:
+        stream: IO[bytes] = open_binary(part.path)
+    else:
+        if frame is None:
+            raise refuse("a part of a file without a frame")
+        stream = open_range(part, frame.head if part.start else b"", frame.tail if part.end is not None else b"")
+    with stream:
+        try:
+            for _, el in etree.iterparse(stream, events=("end",), tag="{*}row", huge_tree=True):
+                if len(el):
+                    raise refuse("a row with child elements")
+                if el.prefix is None:  # expat without namespaces reports <p:row> as "p:row"
+                    get = el.get
+                    kind = get("PostTypeId")
+                    if kind == "2" or kind == "1":
+                        ident = get("Id")
+                        if not ident:
+                            raise refuse("a row without Id")
+                        score = get("Score")
+                        if score:
+                            int(score)
+                        if kind == "2":
+                            parent = get("ParentId")
+                            if not parent:
+                                raise refuse("an answer without ParentId")
+                            yield "2", ident, parent, get("Body", "")
+                        else:
+                            count = get("AnswerCount")
+                            if count:
+                                int(count)
+                            yield "1", ident, get("Title", ""), ""
+                    elif kind is None:
+                        raise refuse("a row without PostTypeId")
+                el.clear()
+                while el.getprevious() is not None:
+                    del el.getparent()[0]
+        except DECODE_ERRORS as exc:
+            raise decode_error(part.path, exc) from None
+        except (ValueError, etree.LxmlError) as exc:  # int() of Score or AnswerCount, or lxml's parse
+            raise refuse(f"malformed row or XML ({exc})") from None
+
+
 # ---------------------------------------------------------------- topics
 
 
@@ -261,7 +386,7 @@ def read_answers_tsv(path: PathLike) -> Iterator[AnswerText]:
 
 
 __all__ = [
-    "Answer", "AnswerText", "ArqmathTopic", "FormulaRecord", "Question", "formula_spans",
-    "html_to_text", "load_visual_ids", "read_answers_tsv", "read_arqmath_topics",
-    "read_formula_index", "read_posts", "split_tags", "strip_dollars",
+    "Answer", "AnswerText", "ArqmathTopic", "FormulaRecord", "PostRow", "PostsFrame", "Question", "formula_spans",
+    "html_to_text", "load_visual_ids", "posts_frame", "read_answers_tsv", "read_arqmath_topics",
+    "read_formula_index", "read_post_rows", "read_posts", "split_posts", "split_tags", "strip_dollars",
 ]
