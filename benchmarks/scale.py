@@ -9,7 +9,8 @@ child) of
 on synthetic Touché-layout runs of 1,000 lines per topic (grouped by topic, a tie every
 7th document, 50 judgments per topic: `python -m sharedtask.synthetic run`, as
 benchmarks/validate.py makes them) at each of --sizes (default 1M 10M 100M lines; the
-100M-line run is 4.6 GB). Runs go to /work/bench-data; runs of 100M lines and more are
+100M-line run is 4.6 GB, written as ten copies of the 10M-line run under new topic
+numbers, see make_run). Runs go to /work/bench-data; runs of 100M lines and more are
 deleted afterwards unless --keep (the disk is shared). Before each evaluation the
 available memory is compared with the peak RSS extrapolated from the smaller sizes
 (pytrec_eval holds the whole run): a size that cannot fit is skipped and the measured
@@ -58,6 +59,7 @@ BIN = Path(sys.executable).parent
 TASK = "touche-2021-task1"
 DEPTH = 1000
 JUDGED = 50
+BASE = 10_000_000  # larger runs are shifted copies of the generated 10M-line run
 DELETE_FROM = 100_000_000  # runs this large are removed after measuring unless --keep
 RESULTS = ROOT / "benchmarks" / "results" / "scale.json"
 _UNITS = {"k": 1_000, "M": 1_000_000, "G": 1_000_000_000}
@@ -86,14 +88,31 @@ def label(lines: int) -> str:
 
 
 def make_run(lines: int) -> tuple[Path, Path]:
-    """The synthetic run of ``lines`` lines and its qrels (generated once, then reused)."""
+    """The synthetic run of ``lines`` lines and its qrels (generated once, then reused).
+
+    Up to 10M lines the generator writes them; a larger multiple of 10M is the 10M-line
+    run copied with its topic numbers shifted by 10,000 per copy (awk, ~1M lines per CPU
+    second against the generator's ~0.25M), so copies repeat each other's documents and
+    scores under new topics: the same per-topic work as generated topics."""
     run = DATA / f"scale-{label(lines)}.run.txt"
     qrels = run.with_name(run.name + ".qrels")
-    if not (run.exists() and qrels.exists()):
-        DATA.mkdir(parents=True, exist_ok=True)
-        print(f"generating {run} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics",
-                        str(lines // DEPTH), "--depth", str(DEPTH), "--judged", str(JUDGED)], check=True)
+    if run.exists() and qrels.exists():
+        return run, qrels
+    DATA.mkdir(parents=True, exist_ok=True)
+    if lines > BASE and lines % BASE == 0:
+        base_run, base_qrels = make_run(BASE)
+        print(f"writing {run} as {lines // BASE} shifted copies of {base_run} ...", flush=True)
+        for source, target in ((base_run, run), (base_qrels, qrels)):
+            tmp = target.with_name(target.name + ".tmp")
+            with tmp.open("wb") as out:
+                for k in range(lines // BASE):
+                    subprocess.run(["awk", "-v", f"off={k * BASE // DEPTH}", "{ $1 = $1 + off; print }",
+                                    str(source)], stdout=out, check=True)
+            tmp.rename(target)
+        return run, qrels
+    print(f"generating {run} ...", flush=True)
+    subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics",
+                    str(lines // DEPTH), "--depth", str(DEPTH), "--judged", str(JUDGED)], check=True)
     return run, qrels
 
 
