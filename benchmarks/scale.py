@@ -134,11 +134,15 @@ def growth(rows: list[dict[str, Any]]) -> float | None:
     return (b["peak_mb"] - a["peak_mb"]) / ((b["lines"] - a["lines"]) / 1e6)
 
 
-def process(cmd: list[str]) -> dict[str, Any]:
-    wall, peak, code, cpu = measure(cmd)
+def process(cmd: list[str]) -> tuple[dict[str, Any], Any]:
+    """Wall, CPU, peak RSS, exit code and load average of one process, and its --json output."""
+    with tempfile.TemporaryFile() as out:
+        wall, peak, code, cpu = measure(cmd, stdout=out)
+        out.seek(0)
+        report = json.loads(out.read() or b"null")
     with open("/proc/loadavg") as fh:
         load = float(fh.read().split()[0])
-    return {"wall": round(wall, 2), "cpu": round(cpu, 2), "peak_mb": round(peak, 1), "exit": code, "load": load}
+    return {"wall": round(wall, 2), "cpu": round(cpu, 2), "peak_mb": round(peak, 1), "exit": code, "load": load}, report
 
 
 def run_sizes(sizes: list[int], skip: set[str], keep: bool, results: Results) -> None:
@@ -148,7 +152,11 @@ def run_sizes(sizes: list[int], skip: set[str], keep: bool, results: Results) ->
         print(f"\n== {lines:,} lines, {size_mb:,.0f} MB ({run})", flush=True)
         row = {"lines": lines, "mb": round(size_mb, 1)}
         if "validate" not in skip:
-            got = process([str(BIN / "sharedtask"), "validate", str(run), "--task", TASK, "--json"])
+            got, report = process([str(BIN / "sharedtask"), "validate", str(run), "--task", TASK, "--json"])
+            checked = report["stats"]["data_lines"]
+            if checked != lines:  # a figure for fewer lines than claimed would flatter the validator
+                raise SystemExit(f"validate read {checked:,} lines of {run}, expected {lines:,}")
+            got["findings"] = report["counts"]
             results.add("validate", {**row, **got})
             print(f"validate  {got['wall']:8.2f} s wall {got['cpu']:8.2f} s CPU {got['peak_mb']:8.0f} MB peak"
                   f"  exit {got['exit']}  ({lines / max(got['cpu'], 1e-9) / 1e6:.2f} M lines per CPU s)", flush=True)
@@ -182,7 +190,7 @@ def evaluate_one(run: Path, qrels: Path, row: dict[str, Any], results: Results) 
             results.add("evaluate", {**row, "skipped": f"needs ~{need:,.0f} MB, {free:,.0f} MB available"})
             return
         print(f"evaluate  expected peak about {need:,.0f} MB ({free:,.0f} MB available)", flush=True)
-    got = process([str(BIN / "sharedtask"), "evaluate", str(run), "--task", TASK, "--qrels", str(qrels), "--json"])
+    got, _ = process([str(BIN / "sharedtask"), "evaluate", str(run), "--task", TASK, "--qrels", str(qrels), "--json"])
     results.add("evaluate", {**row, **got})
     print(f"evaluate  {got['wall']:8.2f} s wall {got['cpu']:8.2f} s CPU {got['peak_mb']:8.0f} MB peak"
           f"  exit {got['exit']}", flush=True)
