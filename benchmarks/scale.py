@@ -63,8 +63,10 @@ BASE = 10_000_000  # larger runs are shifted copies of the generated 10M-line ru
 DELETE_FROM = 100_000_000  # runs this large are removed after measuring unless --keep
 RESULTS = ROOT / "benchmarks" / "results" / "scale.json"
 _UNITS = {"k": 1_000, "M": 1_000_000, "G": 1_000_000_000}
-# an args.me argument id ("S<8 hex>-A<8 hex>", also previous/next ids) or a sourceId value
-_ARGSME_ID = re.compile(rb'("S)([0-9a-f])([0-9a-f]{7}-A[0-9a-f]{8}")|("sourceId":")([0-9a-f])([0-9a-f]{7}")')
+# the first hex digit of an argument id ("id", "previous/nextArgumentInSourceId": "S<8 hex>-A<8
+# hex>") or of a "sourceId": no other key of args.me ends in d, and a quote inside a string is
+# escaped; the literal prefix lets the regex engine skip ahead (12x faster than matching ids)
+_ARGSME_ID = re.compile(rb'(d":"S?)([0-9a-f])')
 
 
 def parse_size(text: str) -> int:
@@ -227,9 +229,7 @@ def replicate_argsme(source: Path, target: Path, copies: int) -> None:
 
 
 def _flip(m: re.Match[bytes], k: int) -> bytes:
-    g = m.groups()
-    lead, digit, rest = (g[0], g[1], g[2]) if g[0] is not None else (g[3], g[4], g[5])
-    return lead + b"%x" % (int(digit, 16) ^ k) + rest
+    return m[1] + b"%x" % (int(m[2], 16) ^ k)
 
 
 def argsme_corpus(scale: int) -> Path:
