@@ -327,7 +327,11 @@ class Results:
         return self.data.get(kind, [])
 
     def add(self, kind: str, row: dict[str, Any], key: str | tuple[str, ...] = "lines") -> None:
-        """Replace the row of the same size (``key``) in ``kind``, keep the others, save."""
+        """Replace the row of the same size (``key``) in ``kind``, keep the others, save.
+
+        The file is read again first: another scale.py may have added figures meanwhile."""
+        if self.path.is_file():
+            self.data = json.loads(self.path.read_text())
         keys = (key,) if isinstance(key, str) else key
         same = tuple(row.get(k) for k in keys)
         rows = [r for r in self.rows(kind) if tuple(r.get(k) for k in keys) != same]
