@@ -197,8 +197,8 @@ def summary(results: Results) -> None:
     rows = sorted(results.rows("validate"), key=lambda r: r["lines"])
     if len(rows) >= 2:
         peaks = ", ".join(f"{label(r['lines'])}: {r['peak_mb']:.0f} MB" for r in rows)
-        flat = rows[-1]["peak_mb"] <= 1.25 * rows[0]["peak_mb"]
-        print(f"\nvalidator peak RSS by size: {peaks} -> {'constant' if flat else 'GROWS'}")
+        print(f"\nvalidator peak RSS by size: {peaks}: x{rows[-1]['peak_mb'] / rows[0]['peak_mb']:.2f} for "
+              f"x{rows[-1]['lines'] / rows[0]['lines']:,.0f} the lines (constant memory: x1)")
     g = growth(results.rows("evaluate"))
     if g is not None:
         print(f"evaluate peak RSS grows by {g:,.0f} MB per million lines")
