@@ -63,7 +63,7 @@ def plot(results: dict[str, Any], out: Path) -> int:
     ax.set_ylabel("wall time (s)")
     ax.set_title(f"Cost vs size ({results.get('cpus', '?')} shared cores)", fontsize=10)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.6)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, format="svg", metadata={"Date": None, "Creator": "benchmarks/plot_scale.py"})
