@@ -80,18 +80,19 @@ def current_image() -> str:
 
 
 def bench(label: str, image: str, task: str, input_dir: Path, command: str, cpus: float,
-          memory: str | None) -> None:
+          memory: str | None, disk: str | None = None) -> dict[str, float] | None:
+    """Run and print one baseline; returns its figures (seconds, MB), None when it failed."""
     label = f"{label} [{image}]"
     with tempfile.TemporaryDirectory(prefix="bench-baseline-") as tmp:
         out = Path(tmp) / "output"
         outcome = sandbox_run(task, image, command=command, input_dir=input_dir, output_dir=out,
-                              record_dir=Path(tmp) / "record", cpus=cpus, memory=memory,
+                              record_dir=Path(tmp) / "record", cpus=cpus, memory=memory, disk=disk,
                               timeout="2h", max_output="4g", validate=False)
         result = outcome.result
         log = Path(result.stderr_path).read_text(errors="replace") + Path(result.stdout_path).read_text(errors="replace")
         if not result.ok:
             print(f"{label}: FAILED {result.status} {result.message}\n" + "\n".join(result.log_tail))
-            return
+            return None
         found = {k: rx.search(log) for k, rx in _OURS.items()}
         docs, convert = int(found["convert"].group(1)), float(found["convert"].group(2))
         index = float(found["index"].group(1))
@@ -111,7 +112,10 @@ def bench(label: str, image: str, task: str, input_dir: Path, command: str, cpus
                   f"(conversion alone {100 * convert / own:.1f} %; target < 25 %)")
         print(f"  retrieval ({topics} x 1000) {search:6.1f} s  (JVM start included)")
         print(f"  peak memory              {peak:8.0f} MB ({result.peak_memory_source})")
-        print(f"  whole run (container)    {result.wall_seconds:8.1f} s")
+        print(f"  whole run (container)    {result.wall_seconds:8.1f} s", flush=True)
+        return {"documents": docs, "convert_s": convert, "index_s": index, "anserini_index_s": own,
+                "search_s": search, "topics": topics, "run_lines": lines, "peak_mb": round(peak, 1),
+                "wall": round(result.wall_seconds, 2)}
 
 
 def main() -> int:

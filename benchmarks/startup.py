@@ -6,7 +6,9 @@ hit all alike):
   yaml+rich   `python -c "import yaml, rich.console"`: the two libraries every command needs
 
 Commands (each `python -m sharedtask ...`, from the current src/ and, with --before REF,
-from that commit's src/ too, so before and after are compared in one run):
+from that commit's src/ too, so before and after are compared in one run; --before-venv DIR
+instead runs the sharedtask installed in that virtual environment, e.g. a worktree of an
+older commit with its own dependencies):
   help        `sharedtask --help`                                  target <= 1.5x yaml+rich
   validate-1  `sharedtask validate` on a 1-line run                 target <= 2x yaml+rich
   validate    `sharedtask validate --json` on a 100k-line run
@@ -21,6 +23,7 @@ of each process, and the ratio of CPU time to the yaml+rich anchor (CPU time is 
 fair comparison on a shared machine).
 
     .venv/bin/python benchmarks/startup.py [--repeat 7] [--before HEAD~1] [--skip run]
+    .venv/bin/python benchmarks/startup.py --before-venv /work/tmp-before/.venv --skip help validate-1
 """
 
 from __future__ import annotations
@@ -79,11 +82,11 @@ def run_data() -> tuple[Path, Path]:
     return run, qrels
 
 
-def commands(tmp: Path, image: str | None, skip: set[str]) -> dict[str, list[str]]:
+def commands(tmp: Path, image: str | None, skip: set[str], python: str = sys.executable) -> dict[str, list[str]]:
     run, qrels = run_data()
     one = tmp / "one-line.txt"
     one.write_text(ONE_LINE)
-    cli = [sys.executable, "-m", "sharedtask"]
+    cli = [python, "-m", "sharedtask"]
     out = {
         "help": cli + ["--help"],
         "validate-1": cli + ["validate", str(one), "--task", TASK],
@@ -92,7 +95,7 @@ def commands(tmp: Path, image: str | None, skip: set[str]) -> dict[str, list[str
     }
     if image is not None and "run" not in skip:
         dataset = tmp / "input"
-        dataset.mkdir()
+        dataset.mkdir(exist_ok=True)
         (dataset / "run.txt").write_bytes(run.read_bytes())
         out["run"] = cli + ["run", "--task", TASK, "--image", image, "--input", str(dataset),
                             "--command", "cp $inputDataset/run.txt $outputDir/run.txt", "--json",
@@ -105,23 +108,27 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--before", metavar="REF", help="also time the src/ of this commit (e.g. main)")
     ap.add_argument("--image", default=os.environ.get("SHAREDTASK_BASE_IMAGE", "sharedtask/base:latest"))
-    ap.add_argument("--skip", nargs="*", default=[], choices=["run", "validate", "evaluate"])
+    ap.add_argument("--before-venv", type=Path, metavar="DIR",
+                    help="also time the sharedtask installed in this venv (its own python and packages)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["help", "validate-1", "run", "validate", "evaluate"])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sharedtask-startup-") as name:
         tmp = Path(name)
-        sources = {"after": ROOT / "src"}
+        sources: dict[str, tuple[str, Path | None]] = {"after": (sys.executable, ROOT / "src")}
         if args.before:
-            sources = {"before": source_tree(args.before, tmp / "before"), **sources}
+            sources = {"before": (sys.executable, source_tree(args.before, tmp / "before")), **sources}
+        elif args.before_venv:
+            sources = {"before": (str(args.before_venv / "bin" / "python"), None), **sources}
         anchors = {"pass": [sys.executable, "-c", "pass"],
                    "yaml+rich": [sys.executable, "-c", "import yaml, rich.console"]}
-        cmds = commands(tmp, args.image, set(args.skip))
+        cmds = {label: commands(tmp, args.image, set(args.skip), python) for label, (python, _) in sources.items()}
         best: dict[tuple[str, str], tuple[float, float]] = {}
         counter = 0
         for round_ in range(args.repeat + 1):  # round 0 warms the page cache and is not counted
             jobs = [(a, "", cmd, child_env()) for a, cmd in anchors.items()]
-            for label, src in sources.items():
-                env = child_env(PYTHONPATH=str(src))  # wins over the editable install
-                jobs += [(c, label, cmd, env) for c, cmd in cmds.items()]
+            for label, (_, src) in sources.items():
+                env = child_env(PYTHONPATH=str(src)) if src else child_env()  # wins over the editable install
+                jobs += [(c, label, cmd, env) for c, cmd in cmds[label].items()]
             for what, label, cmd, env in jobs:
                 counter += 1
                 cmd = [part.replace("{output}", str(tmp / f"out-{counter}" / "output")) for part in cmd]

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 DATA = Path(os.environ.get("BENCH_DATA", "/work/bench-data"))
 SIZES = {"small": (100, 1000), "medium": (1000, 1000), "large": (10_000, 1000)}
@@ -63,13 +64,14 @@ def generate(name: str) -> tuple[Path, Path]:
     return run, qrels
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, float]:
+def measure(cmd: list[str], env: dict[str, str] | None = None, stdout: IO[bytes] | None = None
+            ) -> tuple[float, float, int, float]:
     """(wall seconds, peak RSS MB, exit code, CPU seconds user+sys) of one process.
 
     CPU time is printed too because the benchmark machine is shared: wall time then
-    mostly measures the other tenants."""
+    mostly measures the other tenants. Its output goes to ``stdout`` (default: discarded)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=stdout or subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
