@@ -40,13 +40,23 @@ def bulk_fullmatch(pattern: re.Pattern[str], values: list[str] | tuple[str, ...]
     """
     if not values:
         return True
+    verdict = joined_fullmatch(pattern, "\n".join(values) + "\n", len(values))
+    return all(map(pattern.fullmatch, values)) if verdict is None else verdict
+
+
+def joined_fullmatch(pattern: re.Pattern[str], text: str, count: int) -> bool | None:
+    """Whether each of the ``count`` values in ``text`` (each followed by a newline) fully
+    matches ``pattern``; None when only a match value by value can tell (see bulk_fullmatch).
+
+    The validator's columnar fast path (columnar.py) builds such a text for a whole block.
+    """
     by_class = _class_checker(pattern)
     if by_class is not None:
-        return by_class(values)
+        return by_class(text, count)
     possessive = _possessive(pattern)
     if possessive is not None:
-        return possessive.fullmatch("\n".join(values) + "\n") is not None
-    return all(map(pattern.fullmatch, values))
+        return possessive.fullmatch(text) is not None
+    return None
 
 
 _POSSESSIVE_CACHE: dict[tuple[str, int], re.Pattern[str] | None] = {}
@@ -68,7 +78,7 @@ def _possessive(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
 
 # ------------------------------------------------------------ class-only patterns
 
-Checker = Callable[[Sequence[str]], bool]
+Checker = Callable[[str, int], bool]  # (values joined and ended by newlines, their count)
 _CLASS_CACHE: dict[tuple[str, int], Checker | None] = {}
 _BAD = 0x00  # byte for characters no position accepts
 _NL = 0x0A  # the separator between joined values keeps its own byte
@@ -153,11 +163,6 @@ def _class_of(op: object, arg: object, *, ascii_only: bool) -> frozenset[int] | 
     return frozenset(members)
 
 
-def _joined_ascii(values: Sequence[str]) -> bytes | None:
-    text = "\n".join(values)
-    return text.encode("ascii") if text.isascii() else None
-
-
 def _fixed_checker(items: list[tuple[frozenset[int], int, int]]) -> Checker | None:
     classes = sorted({chars for chars, _, _ in items}, key=sorted)
     for i, a in enumerate(classes):
@@ -172,11 +177,10 @@ def _fixed_checker(items: list[tuple[frozenset[int], int, int]]) -> Checker | No
     template = bytes(lookup[chars] for chars, count, _ in items for _ in range(count)) + b"\n"
     trans = bytes(table)
 
-    def check(values: Sequence[str]) -> bool:
-        joined = _joined_ascii(values)
-        if joined is None:
+    def check(text: str, count: int) -> bool:
+        if not text.isascii():
             return False  # a non-ASCII character never matches: the caller finds which
-        return (joined + b"\n").translate(trans) == template * len(values)
+        return text.encode("ascii").translate(trans) == template * count
 
     return check
 

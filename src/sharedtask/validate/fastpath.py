@@ -1,0 +1,172 @@
+"""Which lines of a run go through the columnar fast path, and which through the line engine.
+
+The engine's pass hands over the run's raw chunks (structure.Scanner.raw_chunks) in batches
+of ``block_bytes``. A batch that columnar.parse accepts is booked topic by topic: a plain
+topic only adds its figures, any other topic is split into lines and checked by
+``ranking.finish_topic`` as before. A batch that is not accepted goes to the line engine
+chunk by chunk, exactly as the scanner would have cut it. Findings therefore come out in
+the same order as from the line engine alone: byte-level findings of a chunk before the
+topic findings its lines cause, topics in file order.
+
+The current topic may go on in the next batch: its lines are then carried over as raw bytes
+(``tail``) and parsed again at the head of the next batch, so a topic is booked as a whole.
+A topic longer than ``MAX_TAIL_BLOCKS`` batches is split into lines and continues in the line
+engine's way (a topic that long is over every task's depth anyway).
+
+Switch: ``SHAREDTASK_VALIDATE_ENGINE=lines`` forces the line engine everywhere, ``columns``
+the fast path for every run it can take; the default takes it for runs of at least
+``MIN_BYTES`` (numpy's import costs more than the fast path saves on smaller runs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from sharedtask.findings import Severity
+from sharedtask.validate.ranking import finish_topic
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from sharedtask.formats.layouts import Layout
+    from sharedtask.validate.columnar import Block
+    from sharedtask.validate.model import Collector
+    from sharedtask.validate.ranking import RankingContext, TopicState
+    from sharedtask.validate.structure import Scanner
+
+#: Runs at least this large (bytes on disk; a quarter of it for .gz) use the fast path by default.
+MIN_BYTES = 8 << 20
+#: A batch is this many of the scanner's chunks.
+BLOCK_CHUNKS = 8
+MAX_TAIL_BLOCKS = 4
+ENV = "SHAREDTASK_VALIDATE_ENGINE"
+
+
+class LinePass(Protocol):
+    """What the fast path uses of the engine's pass (engine._Pass)."""
+
+    ctx: RankingContext
+    out: Collector
+    layout: Layout
+    scanner: Scanner
+    cur: TopicState | None
+    line_no: int
+
+    def next_topic(self, topic: str, lineno: int, column: int) -> TopicState: ...
+
+    def line_loop(self, chunks: Iterable[tuple[int, list[str | None]]]) -> None: ...
+
+    def scan(self, chunks: list[bytes], first_line: int) -> Iterator[tuple[int, list[str | None]]]: ...
+
+
+def wanted(path: Path, layout: Layout) -> bool:
+    """Whether this run should go through the fast path (see the module's docstring)."""
+    mode = os.environ.get(ENV, "auto")
+    if mode == "lines" or layout.answer is not None:
+        return False
+    if mode == "columns":
+        return True
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False
+    return size * (4 if path.name.endswith(".gz") else 1) >= MIN_BYTES
+
+
+class FastPath:
+    """Feeds batches of raw chunks to columnar.parse, or to the line engine when it refuses them."""
+
+    def __init__(self, owner: LinePass, block_bytes: int) -> None:
+        from sharedtask.validate import columnar  # numpy: imported only for runs that take this path
+
+        self.columnar = columnar
+        self.p = owner
+        self.block_bytes = block_bytes
+        self.tail = b""  # the current topic's lines, not yet booked
+        self.tail_line = 0
+        self.pending: tuple[Block, int] | None = None  # the current topic is this block's segment
+
+    def block(self, batch: list[bytes], final: bool) -> None:
+        p = self.p
+        tail = self.tail
+        if not batch and not tail:
+            return
+        data = b"".join([tail, *batch]) if tail else b"".join(batch)
+        first = self.tail_line if tail else p.line_no
+        self.tail = b""
+        blk = self.columnar.parse(data, p.layout)
+        if blk is None:
+            p.line_loop(p.scan([tail, *batch] if tail else batch, first))
+            return
+        tag = list(p.ctx.tags)[0] if len(p.ctx.tags) == 1 else blk.field(0, p.layout.tag)
+        blk.check(p.ctx.patterns, tag, p.ctx.max_depth)
+        for j in range(blk.n_segments):
+            lo, hi = blk.bounds(j)
+            topic = blk.topic(j)
+            cur = p.cur
+            if j == 0 and cur is not None and topic == cur.topic:
+                if tail:  # the carried lines of the current topic head this block
+                    self.pending = (blk, 0)
+                else:
+                    cur.flat.extend(blk.rows(lo, hi))
+            else:
+                p.next_topic(topic, first + lo, blk.column(lo, p.layout.topic))
+                self.pending = (blk, j)
+        lo, hi = blk.bounds(blk.n_segments - 1)
+        carry = (not final and self.pending is not None and self.pending[0] is blk
+                 and len(data) - blk.byte_offset(lo) <= MAX_TAIL_BLOCKS * self.block_bytes)
+        self._count_separators(blk, lo if carry else blk.n, first)
+        if carry:
+            self.tail = data[blk.byte_offset(lo) :]
+            self.tail_line = first + lo
+            self.pending = None
+        elif self.pending is not None and self.pending[0] is blk:
+            p.cur.flat.extend(blk.rows(lo, hi))  # type: ignore[union-attr]
+            self.pending = None
+        p.line_no = first + blk.n
+
+    def finish_current(self) -> None:
+        """Finish the current topic: book it when plain, else run the per-topic rules on its lines."""
+        p = self.p
+        cur = p.cur
+        assert cur is not None
+        if self.pending is None:
+            finish_topic(p.ctx, cur)
+            return
+        blk, j = self.pending
+        self.pending = None
+        lo, hi = blk.bounds(j)
+        facts = blk.facts(j)
+        out, ctx = p.out, p.ctx
+        if (facts.plain and list(ctx.tags) == [blk.tag]
+                and not (facts.ties and out.wants("RUN-TIE"))
+                and not (facts.float32_ties and out.wants("RUN-FLOAT32-TIE"))):
+            # what finish_topic does for such a topic: its figures, and tie groups past the cap counted
+            ctx.depths.append(hi - lo)
+            ctx.total_rows += hi - lo
+            if facts.ties:
+                out.count_only(Severity.WARNING, "RUN-TIE", facts.ties)
+            if facts.float32_ties:
+                out.count_only(Severity.WARNING, "RUN-FLOAT32-TIE", facts.float32_ties)
+            return
+        cur.flat.extend(blk.rows(lo, hi))
+        finish_topic(ctx, cur)
+
+    def _count_separators(self, blk: Block, stop: int, first: int) -> None:
+        """The scanner's per-line separator counts (TREC) for lines [0, stop) of the block."""
+        scanner = self.p.scanner
+        if not scanner.check_separators or stop == 0:
+            return
+        st = scanner.state
+        tabs, spaces, both, first_tab, first_space, first_both = blk.separator_lines(0, stop)
+        st.tab_lines += tabs
+        st.space_lines += spaces
+        st.mixed_lines += both
+        if st.first_tab_line is None and first_tab is not None:
+            st.first_tab_line = first + first_tab
+        if st.first_space_line is None and first_space is not None:
+            st.first_space_line = first + first_space
+        if st.first_mixed is None and first_both is not None:
+            st.first_mixed = first + first_both
