@@ -26,13 +26,14 @@ engine), and the topic is not deeper than the task allows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from sharedtask.formats.layouts import Layout
-from sharedtask.validate.fields import joined_fullmatch
+from sharedtask.validate.fields import class_sequence, joined_fullmatch
 
 _U = np.uint64
 _ONES = _U(0xFFFFFFFFFFFFFFFF)
@@ -56,11 +57,10 @@ class TopicFacts:
 class _Words:
     """Little-endian 64-bit words starting at any byte of a block (zero-padded past its end)."""
 
-    def __init__(self, data: bytes) -> None:
-        padded = data + bytes(16 + (-len(data)) % 8)
-        self.bytes = np.frombuffer(padded, dtype=np.uint8, count=len(data))
+    def __init__(self, padded: bytes, size: int) -> None:
+        self.bytes = np.frombuffer(padded, dtype=np.uint8, count=size)
         base = np.frombuffer(padded, dtype=_U)
-        self.view = as_strided(base, shape=(len(data) + 8,), strides=(1,), writeable=False)
+        self.view = as_strided(base, shape=(size + 8,), strides=(1,), writeable=False)
 
     def at(self, pos: np.ndarray, length: np.ndarray | None = None) -> np.ndarray:
         """The word at each position, keeping only its first ``min(length, 8)`` bytes if given."""
@@ -68,6 +68,11 @@ class _Words:
         if length is not None:
             w &= _MASKS[np.minimum(length, 8)]
         return w
+
+
+def padding(size: int) -> bytes:
+    """Zero bytes to append to ``size`` bytes of lines so that _Words can read past the end."""
+    return bytes(16 + (-size) % 8)
 
 
 def _parse8(w: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,25 +123,37 @@ class Block:
 
     def __init__(self, data: bytes, layout: Layout, words: _Words, ends: np.ndarray) -> None:
         self.data, self.layout, self.words = data, layout, words
-        n = len(ends)
-        self.n = n
-        self.ends = ends  # (n, ncol) position of the delimiter after each field
-        starts = np.empty_like(ends)
-        starts[:, 1:] = ends[:, :-1] + 1
-        starts[0, 0] = 0
-        starts[1:, 0] = ends[:-1, -1] + 1
-        self.starts = starts
-        self.lengths = ends - starts
+        self.size = len(words.bytes)
+        self._classed: tuple[bytes, _Words] | None = None
+        self.n = ends.shape[1]
+        self.ends = ends  # (ncol, n): position of the delimiter after each field (int32)
+        self._starts: dict[int, np.ndarray] = {}
+
+    def start(self, col: int) -> np.ndarray:
+        """Position of field ``col``'s first byte on every line."""
+        got = self._starts.get(col)
+        if got is None:
+            if col:
+                got = self.ends[col - 1] + 1
+            else:
+                got = np.empty(self.n, dtype=np.int32)
+                got[0] = 0
+                got[1:] = self.ends[-1][:-1] + 1
+            self._starts[col] = got
+        return got
+
+    def length(self, col: int) -> np.ndarray:
+        return self.ends[col] - self.start(col)
 
     # ------------------------------------------------------------------ topics
 
     def segment(self) -> bool:
         """Split the lines into runs of one topic; False if a topic id is too long to compare here."""
         it = self.layout.topic
-        lens = self.lengths[:, it]
+        lens = self.length(it)
         if int(lens.max()) > 16:
             return False
-        pos = self.starts[:, it]
+        pos = self.start(it)
         key = self.words.at(pos, lens)
         change = np.empty(self.n, dtype=bool)
         change[0] = True
@@ -162,19 +179,18 @@ class Block:
         return self.field(int(self.seg_starts[j]), self.layout.topic)
 
     def byte_offset(self, line: int) -> int:
-        return int(self.starts[line, 0])
+        return int(self.start(0)[line])
 
     def field(self, line: int, col: int) -> str:
-        s = int(self.starts[line, col])
-        return self.data[s : s + int(self.lengths[line, col])].decode("ascii")
+        return self.data[int(self.start(col)[line]) : int(self.ends[col][line])].decode("ascii")
 
     def column(self, line: int, col: int) -> int:
         """1-based column of field ``col`` on ``line``."""
-        return int(self.starts[line, col] - self.starts[line, 0]) + 1
+        return int(self.start(col)[line] - self.start(0)[line]) + 1
 
     def rows(self, lo: int, hi: int) -> list[str]:
         """The fields of lines [lo, hi) row-major, exactly as the line engine splits them."""
-        text = self.data[int(self.starts[lo, 0]) : int(self.ends[hi - 1, -1])].decode("ascii")
+        text = self.data[self.byte_offset(lo) : int(self.ends[-1][hi - 1])].decode("ascii")
         if self.layout.sep is None:
             return text.split()
         return text.replace("\n", "\t").split("\t")
@@ -189,9 +205,9 @@ class Block:
             return 0, hi - lo, 0, None, lo, None
         if b" " not in self.data:
             return hi - lo, 0, 0, lo, None, None
-        chars = self.words.bytes[self.ends[lo:hi, :-1]]
-        tab = (chars == 9).any(axis=1)
-        space = (chars == 32).any(axis=1)
+        chars = self.words.bytes[self.ends[:-1, lo:hi]]
+        tab = (chars == 9).any(axis=0)
+        space = (chars == 32).any(axis=0)
         both = tab & space
         only_tab, only_space = tab & ~space, space & ~tab
 
@@ -204,7 +220,7 @@ class Block:
 
     # ------------------------------------------------------------ verdicts
 
-    def check(self, patterns: dict[str, object], tag: str, max_depth: int) -> None:
+    def check(self, patterns: dict[str, re.Pattern[str] | None], tag: str, max_depth: int) -> None:
         """Compute per topic segment whether it is plain (``tag``: the run's only tag), and its tie groups."""
         lay = self.layout
         self.tag = tag
@@ -248,8 +264,8 @@ class Block:
 
     def _equals(self, col: int, const: bytes) -> np.ndarray:
         """Per line: field ``col`` equals ``const`` (at most 24 bytes)."""
-        lens = self.lengths[:, col]
-        pos = self.starts[:, col]
+        lens = self.length(col)
+        pos = self.start(col)
         ok = lens == len(const)
         for off in range(0, len(const), 8):
             piece = const[off : off + 8]
@@ -257,45 +273,69 @@ class Block:
             ok &= (self.words.view[pos + off] & _MASKS[len(piece)]) == want
         return ok
 
-    def _ids(self, col: int, pattern: object, bad: np.ndarray) -> tuple[bool, np.ndarray]:
+    def _ids(self, col: int, pattern: re.Pattern[str] | None, bad: np.ndarray) -> tuple[bool, np.ndarray]:
         """Whether every id of column ``col`` matches ``pattern`` (None: no pattern) and a hash key per line.
 
         Ids longer than 24 bytes mark their line as not plain.
         """
-        lens = self.lengths[:, col]
-        pos = self.starts[:, col]
+        lens = self.length(col)
+        pos = self.start(col)
         bad |= lens > 24
         w = [self.words.at(pos + 8 * i, np.clip(lens - 8 * i, 0, 8)) for i in range(3)]
         key = (w[0] * _HASH[0]) ^ (w[1] * _HASH[1]) ^ (w[2] * _HASH[2]) ^ lens.astype(_U)
         key ^= key >> _U(31)
         if pattern is None:
             return True, key
-        # The ids joined by newlines, as fields.bulk_fullmatch checks them: the bytes past an id
-        # are zero in its words (ASCII ids never hold NUL), the newline goes at its length.
+        seq = class_sequence(pattern)
+        if seq is not None and all(lo == hi for _, lo, hi in seq[1][:-1]):
+            return self._classes(pos, lens, *seq), key
+        # Any other pattern: the ids joined by newlines, checked as fields.bulk_fullmatch does.
+        # The bytes past an id are zero in its words (ASCII ids hold no NUL); the newline goes at its length.
         mat = np.zeros((self.n, 4), dtype=_U)
         for i in range(3):
             mat[:, i] = w[i]
         raw = mat.view(np.uint8).reshape(self.n, 32)
         raw[np.arange(self.n), np.minimum(lens, 31)] = 10
         text = raw[raw != 0].tobytes().decode("ascii")
-        verdict = joined_fullmatch(pattern, text, self.n)  # type: ignore[arg-type]
+        verdict = joined_fullmatch(pattern, text, self.n)
         if verdict is None:
-            values = text.split("\n")[:-1]
-            verdict = all(map(pattern.fullmatch, values))  # type: ignore[attr-defined]
+            verdict = all(map(pattern.fullmatch, text.split("\n")[:-1]))
         return bool(verdict), key
+
+    def _classes(self, pos: np.ndarray, lens: np.ndarray, table: bytes, items: list[tuple[int, int, int]]) -> bool:
+        """Every id (at most 24 bytes) is the class sequence: fixed elements, the last one lo..hi times.
+
+        The block is translated to class bytes once (fields.class_sequence's table); each id's
+        words must then equal the template of its length.
+        """
+        if self._classed is None or self._classed[0] is not table:
+            translated = bytes(self.data).translate(table)
+            self._classed = (table, _Words(translated, self.size))
+        view = self._classed[1].view
+        fixed = bytes(byte for byte, count, _ in items[:-1] for _ in range(count))
+        last, lo, hi = items[-1]
+        p = len(fixed)
+        ok = (lens >= p + lo) & (lens <= p + hi)
+        longest = min(int(lens.max()), 24)
+        for off in range(0, longest, 8):
+            want = fixed[off : off + 8]
+            want += bytes([last]) * (8 - len(want))  # past the fixed part: the last element's class
+            got = view[pos + off] & _MASKS[np.clip(lens - off, 0, 8)]
+            ok &= got == (_U(int.from_bytes(want, "little")) & _MASKS[np.clip(lens - off, 0, 8)])
+        return bool(ok.all())
 
     def _ranks(self, bad: np.ndarray) -> None:
         col = self.layout.rank
-        lens = self.lengths[:, col]
-        expected = np.arange(self.n) - self.seg_starts[self.seg_ids] + 1
+        lens = self.length(col)
+        expected = np.arange(self.n, dtype=np.int32) - self.seg_starts[self.seg_ids] + 1
         words, lengths = _Ranks.upto(int(expected.max()))
-        got = self.words.at(self.starts[:, col], lens)
+        got = self.words.at(self.start(col), lens)
         bad |= (lens != lengths[expected]) | (got != words[expected])
 
     def _scores(self, bad: np.ndarray) -> np.ndarray:
         col = self.layout.score
-        lens = self.lengths[:, col]
-        pos = self.starts[:, col]
+        lens = self.length(col)
+        pos = self.start(col)
         bad |= lens > 16
         first = self.words.view[pos]
         lead = first & _U(0xFF)
@@ -354,17 +394,18 @@ class Block:
         return ties, f32
 
 
-def parse(data: bytes, layout: Layout) -> Block | None:
+def parse(padded: bytes, size: int, layout: Layout) -> Block | None:
     """The block as plain lines of ``layout``, or None when a line is not plain (or the layout
-    has free text). ``data`` holds whole lines, each ending with a newline."""
-    if layout.answer is not None or not data or not data.isascii() or b"\x7f" in data:
+    has free text). ``padded`` holds ``size`` bytes of whole lines, each ending with a newline,
+    then :func:`padding`."""
+    if layout.answer is not None or not size or not padded.isascii() or b"\x7f" in padded:
         return None
-    words = _Words(data)
+    words = _Words(padded, size)
     raw = words.bytes
     delims = np.flatnonzero(raw <= 32)
     ncol = layout.ncol
-    if len(delims) % ncol:
-        return None
+    if len(delims) % ncol or delims[0] == 0 or (len(delims) > 1 and int(np.diff(delims).min()) < 2):
+        return None  # a line with another number of fields, or an empty field
     chars = raw[delims].reshape(-1, ncol)
     if not (chars[:, -1] == 10).all():
         return None
@@ -372,8 +413,10 @@ def parse(data: bytes, layout: Layout) -> Block | None:
     seps_ok = (inner == 9) if layout.sep is not None else ((inner == 32) | (inner == 9))
     if not seps_ok.all():
         return None
-    block = Block(data, layout, words, delims.reshape(-1, ncol))
-    if int(block.lengths.min()) < 1 or (raw[block.starts[:, 0]] == 35).any():  # empty field, or "#"
+    ends = np.ascontiguousarray(delims.reshape(-1, ncol).T, dtype=np.int32)
+    del delims, chars, inner, seps_ok
+    block = Block(padded, layout, words, ends)
+    if (raw[block.start(0)] == 35).any():  # "#": a comment line
         return None
     if not block.segment():
         return None

@@ -161,15 +161,7 @@ class _Pass:
         if self.columnar is None:
             self.line_loop(self.scanner.chunks())
             return
-        batch: list[bytes] = []
-        size = 0
-        for buf in self.scanner.raw_chunks():
-            batch.append(buf)
-            size += len(buf)
-            if size >= self.columnar.block_bytes:
-                self.columnar.block(batch, final=False)
-                batch, size = [], 0
-        self.columnar.block(batch, final=True)
+        self.columnar.feed(self.scanner.raw_chunks())
         self.scanner.end(self.line_no)
 
     def line_loop(self, chunks: Iterable[tuple[int, list[str | None]]]) -> None:

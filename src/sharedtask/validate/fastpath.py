@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 #: Runs at least this large (bytes on disk; a quarter of it for .gz) use the fast path by default.
 MIN_BYTES = 8 << 20
 #: A batch is this many of the scanner's chunks.
-BLOCK_CHUNKS = 8
+BLOCK_CHUNKS = 4
 MAX_TAIL_BLOCKS = 4
 ENV = "SHAREDTASK_VALIDATE_ENGINE"
 
@@ -88,17 +88,37 @@ class FastPath:
         self.tail_line = 0
         self.pending: tuple[Block, int] | None = None  # the current topic is this block's segment
 
-    def block(self, batch: list[bytes], final: bool) -> None:
+    def feed(self, chunks: Iterable[bytes]) -> None:
+        """All chunks of the run, in batches of about ``block_bytes`` (copied once, into the batch)."""
+        buf, sizes = bytearray(), []
+        for chunk in chunks:
+            buf += chunk
+            sizes.append(len(chunk))
+            if len(buf) >= self.block_bytes:
+                self.block(buf, sizes, final=False)
+                buf, sizes = bytearray(), []
+        self.block(buf, sizes, final=True)
+
+    def block(self, batch: bytearray, sizes: list[int], final: bool) -> None:
+        """Check the carried tail, then ``batch`` (made of chunks of ``sizes`` bytes)."""
         p = self.p
         tail = self.tail
         if not batch and not tail:
             return
-        data = b"".join([tail, *batch]) if tail else b"".join(batch)
+        if tail:
+            batch[:0] = tail
+            sizes.insert(0, len(tail))
+        size = len(batch)
+        batch += self.columnar.padding(size)
+        data = batch
         first = self.tail_line if tail else p.line_no
         self.tail = b""
-        blk = self.columnar.parse(data, p.layout)
+        blk = self.columnar.parse(data, size, p.layout)
         if blk is None:
-            p.line_loop(p.scan([tail, *batch] if tail else batch, first))
+            offsets = [0]
+            for n in sizes:
+                offsets.append(offsets[-1] + n)
+            p.line_loop(p.scan([bytes(data[a:b]) for a, b in zip(offsets, offsets[1:])], first))
             return
         tag = list(p.ctx.tags)[0] if len(p.ctx.tags) == 1 else blk.field(0, p.layout.tag)
         blk.check(p.ctx.patterns, tag, p.ctx.max_depth)
@@ -116,10 +136,10 @@ class FastPath:
                 self.pending = (blk, j)
         lo, hi = blk.bounds(blk.n_segments - 1)
         carry = (not final and self.pending is not None and self.pending[0] is blk
-                 and len(data) - blk.byte_offset(lo) <= MAX_TAIL_BLOCKS * self.block_bytes)
+                 and size - blk.byte_offset(lo) <= MAX_TAIL_BLOCKS * self.block_bytes)
         self._count_separators(blk, lo if carry else blk.n, first)
         if carry:
-            self.tail = data[blk.byte_offset(lo) :]
+            self.tail = bytes(data[blk.byte_offset(lo) : size])
             self.tail_line = first + lo
             self.pending = None
         elif self.pending is not None and self.pending[0] is blk:

@@ -102,14 +102,43 @@ def _class_checker(pattern: re.Pattern[str]) -> Checker | None:
 
 
 def _build_class_checker(pattern: re.Pattern[str]) -> Checker | None:
-    if pattern.flags & (re.IGNORECASE | re.LOCALE):
-        return None
-    items = _class_items(pattern)
-    if items is None:
-        return None
-    if all(lo == hi for _, lo, hi in items):
-        return _fixed_checker(items)
-    return None  # e.g. [0-9]+: sre's single-class repeat is as fast as a translate here
+    seq = class_sequence(pattern)
+    if seq is None or not all(lo == hi for _, lo, hi in seq[1]):
+        return None  # e.g. [0-9]+: sre's single-class repeat is as fast as a translate here
+    trans, items = seq
+    template = bytes(byte for byte, count, _ in items for _ in range(count)) + b"\n"
+
+    def check(text: str, count: int) -> bool:
+        if not text.isascii():
+            return False  # a non-ASCII character never matches: the caller finds which
+        return text.encode("ascii").translate(trans) == template * count
+
+    return check
+
+
+_SEQUENCE_CACHE: dict[tuple[str, int], tuple[bytes, list[tuple[int, int, int]]] | None] = {}
+
+
+def class_sequence(pattern: re.Pattern[str]) -> tuple[bytes, list[tuple[int, int, int]]] | None:
+    """A pattern made only of ASCII classes, each repeated lo..hi times, as a translate table
+    (each character to the byte of its class, 0 for none, the newline to itself) and the
+    (class byte, lo, hi) of each element; None for other patterns or overlapping classes."""
+    key = (pattern.pattern, pattern.flags)
+    if key not in _SEQUENCE_CACHE:
+        got = None
+        items = None if pattern.flags & (re.IGNORECASE | re.LOCALE) else _class_items(pattern)
+        if items is not None:
+            classes = sorted({chars for chars, _, _ in items}, key=sorted)
+            if not any(a & b for i, a in enumerate(classes) for b in classes[i + 1 :]):
+                table = bytearray([_BAD]) * 256
+                table[_NL] = _NL
+                for k, chars in enumerate(classes):
+                    for c in chars:
+                        table[c] = 0x80 + k
+                lookup = {chars: 0x80 + k for k, chars in enumerate(classes)}
+                got = (bytes(table), [(lookup[chars], lo, hi) for chars, lo, hi in items])
+        _SEQUENCE_CACHE[key] = got
+    return _SEQUENCE_CACHE[key]
 
 
 def _class_items(pattern: re.Pattern[str]) -> list[tuple[frozenset[int], int, int]] | None:
@@ -161,28 +190,6 @@ def _class_of(op: object, arg: object, *, ascii_only: bool) -> frozenset[int] | 
     if not members or max(members) > 0x7F or _NL in members or _BAD in members:
         return None
     return frozenset(members)
-
-
-def _fixed_checker(items: list[tuple[frozenset[int], int, int]]) -> Checker | None:
-    classes = sorted({chars for chars, _, _ in items}, key=sorted)
-    for i, a in enumerate(classes):
-        if any(a & b for b in classes[i + 1 :]):
-            return None  # overlapping classes: one byte per character cannot tell them apart
-    table = bytearray([_BAD]) * 256
-    table[_NL] = _NL
-    for k, chars in enumerate(classes):
-        for c in chars:
-            table[c] = 0x80 + k
-    lookup = {chars: 0x80 + k for k, chars in enumerate(classes)}
-    template = bytes(lookup[chars] for chars, count, _ in items for _ in range(count)) + b"\n"
-    trans = bytes(table)
-
-    def check(text: str, count: int) -> bool:
-        if not text.isascii():
-            return False  # a non-ASCII character never matches: the caller finds which
-        return text.encode("ascii").translate(trans) == template * count
-
-    return check
 
 
 # Character-set members that contain "\n" (re._parser category names).
