@@ -102,6 +102,22 @@ def _first_byte(w: np.ndarray, byte: int) -> np.ndarray:
     return np.where(t == 0, 8, np.bitwise_count(low - _U(1)) >> 3).astype(np.int64)
 
 
+def _classes(lens: np.ndarray, words: list[np.ndarray], masks: list[np.ndarray], table: bytes,
+             items: list[tuple[int, int, int]]) -> bool:
+    """Every id (its first 24 bytes as three masked words) is the class sequence ``items``:
+    fixed elements, then the last one lo..hi times (fields.class_sequence, whose ``table``
+    maps each byte to its class byte and NUL to itself)."""
+    fixed = bytes(byte for byte, count, _ in items[:-1] for _ in range(count))
+    last, lo, hi = items[-1]
+    ok = (lens >= len(fixed) + lo) & (lens <= len(fixed) + hi)
+    for i, (w, mask) in enumerate(zip(words, masks)):
+        want = fixed[8 * i : 8 * i + 8]
+        want += bytes([last]) * (8 - len(want))  # past the fixed elements: the last one's class
+        classes = np.frombuffer(w.tobytes().translate(table), dtype=_U)
+        ok &= classes == (_U(int.from_bytes(want, "little")) & mask)
+    return bool(ok.all())
+
+
 class _Ranks:
     """The words and lengths of "1", "2", ... (a topic's rank column in the common case)."""
 
@@ -124,10 +140,10 @@ class Block:
     def __init__(self, data: bytes, layout: Layout, words: _Words, ends: np.ndarray) -> None:
         self.data, self.layout, self.words = data, layout, words
         self.size = len(words.bytes)
-        self._classed: tuple[bytes, _Words] | None = None
         self.n = ends.shape[1]
         self.ends = ends  # (ncol, n): position of the delimiter after each field (int32)
         self._starts: dict[int, np.ndarray] = {}
+        self._lengths: dict[int, np.ndarray] = {}
 
     def start(self, col: int) -> np.ndarray:
         """Position of field ``col``'s first byte on every line."""
@@ -143,7 +159,10 @@ class Block:
         return got
 
     def length(self, col: int) -> np.ndarray:
-        return self.ends[col] - self.start(col)
+        got = self._lengths.get(col)
+        if got is None:
+            got = self._lengths[col] = self.ends[col] - self.start(col)
+        return got
 
     # ------------------------------------------------------------------ topics
 
@@ -281,14 +300,15 @@ class Block:
         lens = self.length(col)
         pos = self.start(col)
         bad |= lens > 24
-        w = [self.words.at(pos + 8 * i, np.clip(lens - 8 * i, 0, 8)) for i in range(3)]
+        masks = [_MASKS[np.minimum(lens, 8)]] + [_MASKS[np.minimum(np.maximum(lens - 8 * i, 0), 8)] for i in (1, 2)]
+        w = [self.words.view[pos + 8 * i] & masks[i] for i in range(3)]
         key = (w[0] * _HASH[0]) ^ (w[1] * _HASH[1]) ^ (w[2] * _HASH[2]) ^ lens.astype(_U)
         key ^= key >> _U(31)
         if pattern is None:
             return True, key
         seq = class_sequence(pattern)
         if seq is not None and all(lo == hi for _, lo, hi in seq[1][:-1]):
-            return self._classes(pos, lens, *seq), key
+            return _classes(lens, w, masks, *seq), key
         # Any other pattern: the ids joined by newlines, checked as fields.bulk_fullmatch does.
         # The bytes past an id are zero in its words (ASCII ids hold no NUL); the newline goes at its length.
         mat = np.zeros((self.n, 4), dtype=_U)
@@ -301,28 +321,6 @@ class Block:
         if verdict is None:
             verdict = all(map(pattern.fullmatch, text.split("\n")[:-1]))
         return bool(verdict), key
-
-    def _classes(self, pos: np.ndarray, lens: np.ndarray, table: bytes, items: list[tuple[int, int, int]]) -> bool:
-        """Every id (at most 24 bytes) is the class sequence: fixed elements, the last one lo..hi times.
-
-        The block is translated to class bytes once (fields.class_sequence's table); each id's
-        words must then equal the template of its length.
-        """
-        if self._classed is None or self._classed[0] is not table:
-            translated = bytes(self.data).translate(table)
-            self._classed = (table, _Words(translated, self.size))
-        view = self._classed[1].view
-        fixed = bytes(byte for byte, count, _ in items[:-1] for _ in range(count))
-        last, lo, hi = items[-1]
-        p = len(fixed)
-        ok = (lens >= p + lo) & (lens <= p + hi)
-        longest = min(int(lens.max()), 24)
-        for off in range(0, longest, 8):
-            want = fixed[off : off + 8]
-            want += bytes([last]) * (8 - len(want))  # past the fixed part: the last element's class
-            got = view[pos + off] & _MASKS[np.clip(lens - off, 0, 8)]
-            ok &= got == (_U(int.from_bytes(want, "little")) & _MASKS[np.clip(lens - off, 0, 8)])
-        return bool(ok.all())
 
     def _ranks(self, bad: np.ndarray) -> None:
         col = self.layout.rank
@@ -341,17 +339,15 @@ class Block:
         lead = first & _U(0xFF)
         neg = lead == 45
         sign = (neg | (lead == 43)).astype(np.int64)
-        dot = _first_byte(first, 0x2E)
-        second = _first_byte(self.words.view[pos + 8], 0x2E) + 8
-        dot = np.where(dot < 8, dot, second)
-        has_dot = dot < lens
+        dot = _first_byte(first, 0x2E)  # a dot past the first 8 bytes: not plain (see below)
+        has_dot = (dot < 8) & (dot < lens)
         dot = np.where(has_dot, dot, lens)
         n_int = dot - sign
         n_frac = np.where(has_dot, lens - dot - 1, 0)
-        bad |= (n_int > 8) | (n_frac > 8) | (n_int + n_frac == 0) | (n_int < 0)
-        n_int = np.clip(n_int, 0, 8)
-        n_frac = np.clip(n_frac, 0, 8)
-        whole, ok_whole = _parse8(self.words.view[pos + sign], n_int)
+        bad |= (n_int > 7) | (n_frac > 8) | (n_int + n_frac == 0) | (~has_dot & (lens > 8))
+        n_int = np.clip(n_int, 0, 7)
+        n_frac = np.minimum(n_frac, 8)
+        whole, ok_whole = _parse8(first >> (sign.astype(_U) << _U(3)), n_int)
         frac, ok_frac = _parse8(self.words.view[pos + dot + 1], n_frac)
         bad |= ~(ok_whole & ok_frac)
         mantissa = whole * (_POW10[n_frac].astype(_U)) + frac
@@ -404,8 +400,8 @@ def parse(padded: bytes, size: int, layout: Layout) -> Block | None:
     raw = words.bytes
     delims = np.flatnonzero(raw <= 32)
     ncol = layout.ncol
-    if len(delims) % ncol or delims[0] == 0 or (len(delims) > 1 and int(np.diff(delims).min()) < 2):
-        return None  # a line with another number of fields, or an empty field
+    if len(delims) % ncol:
+        return None  # a line with another number of fields
     chars = raw[delims].reshape(-1, ncol)
     if not (chars[:, -1] == 10).all():
         return None
@@ -416,8 +412,8 @@ def parse(padded: bytes, size: int, layout: Layout) -> Block | None:
     ends = np.ascontiguousarray(delims.reshape(-1, ncol).T, dtype=np.int32)
     del delims, chars, inner, seps_ok
     block = Block(padded, layout, words, ends)
-    if (raw[block.start(0)] == 35).any():  # "#": a comment line
-        return None
+    if min(int(block.length(c).min()) for c in range(ncol)) < 1 or (raw[block.start(0)] == 35).any():
+        return None  # an empty field (two separators in a row, or one at the start or end), or a comment
     if not block.segment():
         return None
     return block
