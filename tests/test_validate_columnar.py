@@ -16,6 +16,7 @@ import dataclasses
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -230,3 +231,37 @@ def test_the_default_takes_the_fast_path_only_for_large_runs(tmp_path: Path, mon
     assert not fastpath.wanted(small, layout) and fastpath.wanted(large, layout)
     monkeypatch.setenv(fastpath.ENV, "lines")
     assert not fastpath.wanted(large, layout)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=st.lists(st.one_of(
+    st.from_regex(r"[-+]?[0-9]{0,9}(\.[0-9]{0,10})?", fullmatch=True),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["1e3", "nan", "inf", "1_0", ".", "-", "+", "0.1.2", "--1", "12345678.5", "+12345678"]),
+), min_size=1, max_size=40))
+def test_plain_scores_read_as_python_floats(scores: list[str]) -> None:
+    """Every score the fast path reads itself is Python's float() of it, bit for bit; the
+    expected values come from float(), the plain/not-plain split from the decimal grammar."""
+    import math
+    import re
+
+    from sharedtask.formats.layouts import TREC
+    from sharedtask.validate import columnar
+
+    scores = [s for s in scores if s]  # an empty field is not a plain line
+    if not scores:
+        return
+    text = "".join(f"1 Q0 d{k} {k + 1} {s} t\n" for k, s in enumerate(scores)).encode()
+    block = columnar.parse(text + columnar.padding(len(text)), len(text), TREC)
+    assert block is not None
+    bad = np.zeros(block.n, dtype=bool)
+    values = block._scores(bad)
+    plain = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+    for s, value, not_read in zip(scores, values.tolist(), bad.tolist()):
+        if not_read:
+            continue  # left to the line engine
+        assert plain.fullmatch(s), s
+        expected = float(s)
+        assert value == expected and math.copysign(1, value) == math.copysign(1, expected), (s, value)
+    short = [k for k, s in enumerate(scores) if re.fullmatch(r"[-+]?[0-9]{1,6}\.[0-9]{1,6}", s)]
+    assert not bad[short].any()  # the common forms are read here, not left to the line engine
