@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from sharedtask.spec import load_task
 from sharedtask.validate import engine, fastpath, structure, validate
+from test_validate_fuzz import _run_text
 
 TASKS = {"trec": "touche-2021-task1", "arq1": "arqmath-3-task1", "arq1-trec": "arqmath-3-task1",
          "arq2": "arqmath-3-task2"}
@@ -265,3 +266,17 @@ def test_plain_scores_read_as_python_floats(scores: list[str]) -> None:
         assert value == expected and math.copysign(1, value) == math.copysign(1, expected), (s, value)
     short = [k for k, s in enumerate(scores) if re.fullmatch(r"[-+]?[0-9]{1,6}\.[0-9]{1,6}", s)]
     assert not bad[short].any()  # the common forms are read here, not left to the line engine
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(text=_run_text, task=st.sampled_from(["touche-2021-task1", "arqmath-3-task1", "arqmath-3-task2"]),
+       chunk=st.sampled_from([7, 64, 1 << 16]))
+def test_engines_agree_on_run_like_text(text: str, task: str, chunk: int, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzzer's runs (short fields at the end of a block, odd separators) through both engines."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(text.encode())
+    monkeypatch.setattr(structure, "CHUNK", chunk)
+    spec = load_task(task)
+    assert _result(path, spec, None, 2, "columns", monkeypatch) == _result(path, spec, None, 2, "lines", monkeypatch)

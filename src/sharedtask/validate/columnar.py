@@ -60,7 +60,8 @@ class _Words:
     def __init__(self, padded: bytes, size: int) -> None:
         self.bytes = np.frombuffer(padded, dtype=np.uint8, count=size)
         base = np.frombuffer(padded, dtype=_U)
-        self.view = as_strided(base, shape=(size + 8,), strides=(1,), writeable=False)
+        # every word that starts inside the padded bytes: fields read at most 24 bytes past their start
+        self.view = as_strided(base, shape=(len(padded) - 7,), strides=(1,), writeable=False)
 
     def at(self, pos: np.ndarray, length: np.ndarray | None = None) -> np.ndarray:
         """The word at each position, keeping only its first ``min(length, 8)`` bytes if given."""
@@ -72,7 +73,7 @@ class _Words:
 
 def padding(size: int) -> bytes:
     """Zero bytes to append to ``size`` bytes of lines so that _Words can read past the end."""
-    return bytes(16 + (-size) % 8)
+    return bytes(32 + (-size) % 8)
 
 
 def _parse8(w: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
