@@ -40,8 +40,11 @@ _ONES = _U(0xFFFFFFFFFFFFFFFF)
 #: MASKS[k]: the low k bytes of a word (k = 0..8).
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=_U)
 _ZEROS = _U(0x3030303030303030)  # eight ASCII "0"
-_MAX_EXACT = 1 << 53  # integers below are exact doubles
-_POW10 = 10.0 ** np.arange(17)
+#: For k digits: how far to move them to the top of a word, and "0" bytes to fill the rest.
+_SHIFT = np.array([8 * (8 - k) for k in range(9)], dtype=_U)
+_FILL = np.array([int.from_bytes(b"0" * (8 - k), "little") for k in range(9)], dtype=_U)
+_POW10 = 10.0 ** np.arange(9)
+_POW10_INT = np.array([10**k for k in range(9)], dtype=_U)
 _HASH = (_U(0x9E3779B97F4A7C15), _U(0xC2B2AE3D27D4EB4F), _U(0x165667B19E3779F9))
 
 
@@ -83,10 +86,7 @@ def _parse8(w: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pairs, quads and the two halves are combined by multiplications (Lemire, "Faster
     integer parsing", 2018). Valid iff every byte is 0x30..0x39 (the bytes are ASCII).
     """
-    k = k.astype(_U)
-    half_gap = _U(4) * (_U(8) - k)  # two shifts by half: a shift by 64 bits is undefined in C
-    half_k = _U(4) * k
-    aligned = (((w & _MASKS[k.astype(np.intp)]) << half_gap) << half_gap) | ((_ZEROS >> half_k) >> half_k)
+    aligned = ((w & _MASKS[k]) << _SHIFT[k]) | _FILL[k]  # numpy shifts by 64 bits to 0 (k = 0)
     v = aligned - _ZEROS
     ok = (((aligned + _U(0x4646464646464646)) | v) & _U(0x8080808080808080)) == 0
     v = v * _U(10) + (v >> _U(8))
@@ -117,6 +117,13 @@ def _classes(lens: np.ndarray, words: list[np.ndarray], masks: list[np.ndarray],
         classes = np.frombuffer(w.tobytes().translate(table), dtype=_U)
         ok &= classes == (_U(int.from_bytes(want, "little")) & mask)
     return bool(ok.all())
+
+
+def _fixed_length(seq: tuple[bytes, list[tuple[int, int, int]]] | None) -> int | None:
+    """The one length a class sequence allows, if it allows one."""
+    if seq is None or any(lo != hi for _, lo, hi in seq[1]):
+        return None
+    return sum(count for _, count, _ in seq[1])
 
 
 class _Ranks:
@@ -251,7 +258,7 @@ class Block:
         raw_tag = tag.encode("utf-8")
         if len(raw_tag) > 24:
             block_ok = False
-        else:
+        elif lay.tag != lay.ncol - 1 or not self._last_field_everywhere(raw_tag):
             bad |= ~self._equals(lay.tag, raw_tag)
         keys = []
         if lay.doc is not None:
@@ -282,6 +289,12 @@ class Block:
     def facts(self, j: int) -> TopicFacts:
         return TopicFacts(not bool(self.plain[j]), int(self.ties[j]), int(self.float32_ties[j]))
 
+    def _last_field_everywhere(self, const: bytes) -> bool:
+        """Whether every line ends with a separator, ``const`` and its newline (one C search per
+        separator: each line holds one newline, so each line is counted at most once)."""
+        found = sum(self.data.count(sep + const + b"\n", 0, self.size) for sep in (b" ", b"\t"))
+        return found == self.n
+
     def _equals(self, col: int, const: bytes) -> np.ndarray:
         """Per line: field ``col`` equals ``const`` (at most 24 bytes)."""
         lens = self.length(col)
@@ -301,13 +314,18 @@ class Block:
         lens = self.length(col)
         pos = self.start(col)
         bad |= lens > 24
-        masks = [_MASKS[np.minimum(lens, 8)]] + [_MASKS[np.minimum(np.maximum(lens - 8 * i, 0), 8)] for i in (1, 2)]
+        seq = class_sequence(pattern) if pattern is not None else None
+        fixed = _fixed_length(seq)
+        if fixed is not None and bool((lens == fixed).all()):
+            # every id has the pattern's one length: the same masks on every line
+            masks = [_MASKS[min(max(fixed - 8 * i, 0), 8)] for i in range(3)]
+        else:
+            masks = [_MASKS[np.minimum(np.maximum(lens - 8 * i, 0), 8)] for i in range(3)]
         w = [self.words.view[pos + 8 * i] & masks[i] for i in range(3)]
         key = (w[0] * _HASH[0]) ^ (w[1] * _HASH[1]) ^ (w[2] * _HASH[2]) ^ lens.astype(_U)
         key ^= key >> _U(31)
         if pattern is None:
             return True, key
-        seq = class_sequence(pattern)
         if seq is not None and all(lo == hi for _, lo, hi in seq[1][:-1]):
             return _classes(lens, w, masks, *seq), key
         # Any other pattern: the ids joined by newlines, checked as fields.bulk_fullmatch does.
@@ -339,22 +357,23 @@ class Block:
         first = self.words.view[pos]
         lead = first & _U(0xFF)
         neg = lead == 45
-        sign = (neg | (lead == 43)).astype(np.int64)
+        sign = (neg | (lead == 43)).astype(np.intp)
         dot = _first_byte(first, 0x2E)  # a dot past the first 8 bytes: not plain (see below)
         has_dot = (dot < 8) & (dot < lens)
         dot = np.where(has_dot, dot, lens)
-        n_int = dot - sign
+        n_int = dot - sign  # >= 0: a sign is never a dot
         n_frac = np.where(has_dot, lens - dot - 1, 0)
         bad |= (n_int > 7) | (n_frac > 8) | (n_int + n_frac == 0) | (~has_dot & (lens > 8))
-        n_int = np.clip(n_int, 0, 7)
+        n_int = np.minimum(n_int, 7)
         n_frac = np.minimum(n_frac, 8)
         whole, ok_whole = _parse8(first >> (sign.astype(_U) << _U(3)), n_int)
         frac, ok_frac = _parse8(self.words.view[pos + dot + 1], n_frac)
         bad |= ~(ok_whole & ok_frac)
-        mantissa = whole * (_POW10[n_frac].astype(_U)) + frac
-        bad |= mantissa >= _U(_MAX_EXACT)
-        values = mantissa.astype(np.float64) / _POW10[n_frac]
-        return np.where(neg, -values, values)
+        # at most 7 + 8 digits: the integer is below 2**53, an exact double, and so is 10**n_frac
+        values = (whole * _POW10_INT[n_frac] + frac).astype(np.float64)
+        values /= _POW10[n_frac]
+        np.negative(values, out=values, where=neg)  # -0.0 too, as float("-0")
+        return values
 
     def _has_duplicates(self, key: np.ndarray, nseg: int) -> np.ndarray:
         """Per segment: two lines share a key (equal ids always do)."""

@@ -7,6 +7,10 @@ over in a mode that keeps every topic's lines until the end of the file: correct
 but memory then grows with the run (about 550 bytes per line, measured as peak RSS of
 a 1M-line interleaved args.me run) and the lines before the interleaving was noticed
 are read twice.
+
+Large grouped runs go through the columnar fast path (fastpath.py, columnar.py) where
+their blocks are plain; it books plain topics and hands every other topic and block to
+the code here, so the result is the same (tests/test_validate_columnar.py).
 """
 
 from __future__ import annotations
