@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sharedtask.validate.structure import Scanner
 
 #: Runs at least this large (bytes on disk; a quarter of it for .gz) use the fast path by default.
-MIN_BYTES = 8 << 20
+MIN_BYTES = 2 << 20
 #: A batch is this many of the scanner's chunks.
 BLOCK_CHUNKS = 4
 MAX_TAIL_BLOCKS = 4
