@@ -280,3 +280,12 @@ def test_engines_agree_on_run_like_text(text: str, task: str, chunk: int, tmp_pa
     monkeypatch.setattr(structure, "CHUNK", chunk)
     spec = load_task(task)
     assert _result(path, spec, None, 2, "columns", monkeypatch) == _result(path, spec, None, 2, "lines", monkeypatch)
+
+
+def test_batches_grow_only_for_large_runs(tmp_path: Path) -> None:
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_bytes(b"1 Q0 d 1 1 t\n")
+    with big.open("wb") as fh:
+        fh.truncate(fastpath.BIG_BYTES)  # sparse: only the size matters
+    assert fastpath.block_bytes(small, 1 << 16) == fastpath.BLOCK_CHUNKS << 16
+    assert fastpath.block_bytes(big, 1 << 16) == 4 * fastpath.BLOCK_CHUNKS << 16

@@ -27,7 +27,7 @@ from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
 from sharedtask.validate.model import DEFAULT_LIMIT_PER_CODE, Collector, RunStats, ValidationResult
 from sharedtask.validate.ranking import RankingContext, TopicState, finish_topic
 from sharedtask.validate import structure
-from sharedtask.validate.fastpath import BLOCK_CHUNKS, FastPath, wanted
+from sharedtask.validate.fastpath import FastPath, block_bytes, wanted
 from sharedtask.validate.fields import column_of
 from sharedtask.validate.structure import TIRA_MAX_BYTES, Scanner
 
@@ -147,7 +147,7 @@ class _Pass:
         self.line_no = 1  # the next line to read
         self.columnar: FastPath | None = None
         if not keep_all and on_topic is None and answer_ids is None and formula_ids is None and wanted(path, layout):
-            self.columnar = FastPath(self, BLOCK_CHUNKS * structure.CHUNK)
+            self.columnar = FastPath(self, block_bytes(path, structure.CHUNK))
 
     def run(self) -> RunStats:
         self.lines()
