@@ -1,8 +1,8 @@
 """The validator's fast path: a block of a run's lines parsed and checked on columns (numpy).
 
 Why: the line engine (engine.py) costs about half a microsecond of Python per line, seven
-times what a columnar CSV reader needs to parse the same run. Here a whole block (about
-half a megabyte of lines) is parsed at once over its raw bytes, and the per-topic rules of
+times what a columnar CSV reader needs to parse the same run. Here a whole block (256 KB
+or 1 MB of lines, fastpath.py) is parsed at once over its raw bytes, and the per-topic rules of
 ranking.py are evaluated as array operations: every topic then either provably has no
 finding but capped ties (the engine only books its figures) or is handed, as split lines,
 to ``ranking.finish_topic`` itself. So every finding is still made by the line engine's
@@ -36,7 +36,6 @@ from sharedtask.formats.layouts import Layout
 from sharedtask.validate.fields import class_sequence, joined_fullmatch
 
 _U = np.uint64
-_ONES = _U(0xFFFFFFFFFFFFFFFF)
 #: MASKS[k]: the low k bytes of a word (k = 0..8).
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=_U)
 _ZEROS = _U(0x3030303030303030)  # eight ASCII "0"
