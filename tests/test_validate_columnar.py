@@ -289,3 +289,25 @@ def test_batches_grow_only_for_large_runs(tmp_path: Path) -> None:
         fh.truncate(fastpath.BIG_BYTES)  # sparse: only the size matters
     assert fastpath.block_bytes(small, 1 << 16) == fastpath.BLOCK_CHUNKS << 16
     assert fastpath.block_bytes(big, 1 << 16) == 4 * fastpath.BLOCK_CHUNKS << 16
+
+
+def test_a_run_it_cannot_book_is_left_to_the_line_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every topic has a finding (ranks from 0): after its warm-up the fast path stops trying,
+    and the result is still the line engine's."""
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"{t} Q0 S{t:08x}-A{r:08x} {r - 1} {100 - r}.25 tag\n" for t in range(1, 201)
+                            for r in range(1, 51)))
+    made: list[fastpath.FastPath] = []
+    init = fastpath.FastPath.__init__
+
+    def spy(self: fastpath.FastPath, *args: object) -> None:
+        init(self, *args)  # type: ignore[arg-type]
+        made.append(self)
+
+    monkeypatch.setattr(fastpath.FastPath, "__init__", spy)
+    monkeypatch.setattr(structure, "CHUNK", 1024)
+    task = load_task("touche-2021-task1")
+    columns = _result(path, task, None, 200, "columns", monkeypatch)
+    assert len(made) == 1 and not made[0].enabled and made[0].handed > 2 * made[0].booked
+    assert columns == _result(path, task, None, 200, "lines", monkeypatch)
+    assert any(f["code"] == "RUN-RANK-START" for f in columns["findings"])  # type: ignore[index,union-attr]

@@ -204,6 +204,10 @@ class Block:
     def topic(self, j: int) -> str:
         return self.field(int(self.seg_starts[j]), self.layout.topic)
 
+    def span(self, lo: int, hi: int) -> int:
+        """Bytes of lines [lo, hi)."""
+        return int(self.ends[-1][hi - 1]) + 1 - self.byte_offset(lo)
+
     def byte_offset(self, line: int) -> int:
         return int(self.start(0)[line])
 
@@ -413,7 +417,7 @@ def parse(padded: bytes, size: int, layout: Layout) -> Block | None:
     """The block as plain lines of ``layout``, or None when a line is not plain (or the layout
     has free text). ``padded`` holds ``size`` bytes of whole lines, each ending with a newline,
     then :func:`padding`."""
-    if layout.answer is not None or not size or not padded.isascii() or b"\x7f" in padded:
+    if layout.answer is not None or not size or not padded.isascii() or b"\x7f" in padded or b"\r" in padded:
         return None
     words = _Words(padded, size)
     raw = words.bytes

@@ -44,6 +44,8 @@ MIN_BYTES = 2 << 20
 BLOCK_CHUNKS = 4
 BIG_BYTES = 64 << 20
 MAX_TAIL_BLOCKS = 4
+#: Batches after which a run whose bytes mostly went to the line engine anyway stops trying.
+WARM_UP_BLOCKS = 16
 ENV = "SHAREDTASK_VALIDATE_ENGINE"
 
 
@@ -101,6 +103,10 @@ class FastPath:
         self.tail = b""  # the current topic's lines, not yet booked
         self.tail_line = 0
         self.pending: tuple[Block, int] | None = None  # the current topic is this block's segment
+        # Bytes booked by the fast path and bytes it handed to the line engine: a run that is
+        # mostly handed over (every topic with a finding, CRLF everywhere, ...) stops trying.
+        self.booked = self.handed = 0
+        self.enabled = True
 
     def feed(self, chunks: Iterable[bytes]) -> None:
         """All chunks of the run, in batches of about ``block_bytes`` (copied once, into the batch)."""
@@ -127,12 +133,13 @@ class FastPath:
         data = batch
         first = self.tail_line if tail else p.line_no
         self.tail = b""
-        blk = self.columnar.parse(data, size, p.layout)
+        blk = self.columnar.parse(data, size, p.layout) if self.enabled else None
         if blk is None:
             offsets = [0]
             for n in sizes:
                 offsets.append(offsets[-1] + n)
             p.line_loop(p.scan([bytes(data[a:b]) for a, b in zip(offsets, offsets[1:])], first))
+            self._tally(0, size)
             return
         tag = list(p.ctx.tags)[0] if len(p.ctx.tags) == 1 else blk.field(0, p.layout.tag)
         blk.check(p.ctx.patterns, tag, p.ctx.max_depth)
@@ -160,6 +167,14 @@ class FastPath:
             p.cur.flat.extend(blk.rows(lo, hi))  # type: ignore[union-attr]
             self.pending = None
         p.line_no = first + blk.n
+        self._tally(0, 0)
+
+    def _tally(self, booked: int, handed: int) -> None:
+        """Count bytes; after WARM_UP_BLOCKS, give up when the line engine took over twice as much."""
+        self.booked += booked
+        self.handed += handed
+        if self.booked + self.handed >= WARM_UP_BLOCKS * self.block_bytes and self.handed > 2 * self.booked:
+            self.enabled = False
 
     def finish_current(self) -> None:
         """Finish the current topic: book it when plain, else run the per-topic rules on its lines."""
@@ -184,9 +199,11 @@ class FastPath:
                 out.count_only(Severity.WARNING, "RUN-TIE", facts.ties)
             if facts.float32_ties:
                 out.count_only(Severity.WARNING, "RUN-FLOAT32-TIE", facts.float32_ties)
+            self._tally(blk.span(lo, hi), 0)
             return
         cur.flat.extend(blk.rows(lo, hi))
         finish_topic(ctx, cur)
+        self._tally(0, blk.span(lo, hi))
 
     def _count_separators(self, blk: Block, stop: int, first: int) -> None:
         """The scanner's per-line separator counts (TREC) for lines [0, stop) of the block."""
