@@ -11,7 +11,9 @@ Every finding carries a stable code from the catalogue (``sharedtask.finding_cod
 rendered as docs/findings.md), which also fixes its severity and hint. The rules live
 in structure.py (bytes and lines), fields.py (ids, ranks, scores), ranking.py (per
 topic: duplicates, depth, ties, rank/score order), arqmath.py (collection ids, file
-names) and engine.py (the pass, TIRA's run check). Everything the validator accepts in
+names) and engine.py (the pass, TIRA's run check); fastpath.py and columnar.py check
+plain blocks of large runs on columns with numpy and leave every finding to the rules
+above (docs/architecture.md, "The validator's two engines"). Everything the validator accepts in
 a TREC 6-column layout passes TIRA's check (tests/test_validate_tira.py,
 tests/test_validate_fuzz.py).
 

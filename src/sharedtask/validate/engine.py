@@ -7,13 +7,17 @@ over in a mode that keeps every topic's lines until the end of the file: correct
 but memory then grows with the run (about 550 bytes per line, measured as peak RSS of
 a 1M-line interleaved args.me run) and the lines before the interleaving was noticed
 are read twice.
+
+Large grouped runs go through the columnar fast path (fastpath.py, columnar.py) where
+their blocks are plain; it books plain topics and hands every other topic and block to
+the code here, so the result is the same (tests/test_validate_columnar.py).
 """
 
 from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,9 @@ from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
 from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
 from sharedtask.validate.model import DEFAULT_LIMIT_PER_CODE, Collector, RunStats, ValidationResult
 from sharedtask.validate.ranking import RankingContext, TopicState, finish_topic
+from sharedtask.validate import structure
+from sharedtask.validate.fastpath import FastPath, block_bytes, wanted
+from sharedtask.validate.fields import column_of
 from sharedtask.validate.structure import TIRA_MAX_BYTES, Scanner
 
 # TIRA's run.txt check (tira.check_format.RunFormat): at least 5 lines and 3 queries.
@@ -137,6 +144,10 @@ class _Pass:
         self.finished: set[str] = set()
         self.seen_order: list[str] = []
         self.cur: TopicState | None = None
+        self.line_no = 1  # the next line to read
+        self.columnar: FastPath | None = None
+        if not keep_all and on_topic is None and answer_ids is None and formula_ids is None and wanted(path, layout):
+            self.columnar = FastPath(self, block_bytes(path, structure.CHUNK))
 
     def run(self) -> RunStats:
         self.lines()
@@ -150,13 +161,22 @@ class _Pass:
                            self.keep_all)
 
     def lines(self) -> None:
+        """Every line of the run, through the columnar fast path where blocks qualify."""
+        if self.columnar is None:
+            self.line_loop(self.scanner.chunks())
+            return
+        self.columnar.feed(self.scanner.raw_chunks())
+        self.scanner.end(self.line_no)
+
+    def line_loop(self, chunks: Iterable[tuple[int, list[str | None]]]) -> None:
         """The hot loop: rows of the current topic are appended without a call per line."""
         layout = self.layout
         sep, maxsplit, ncol, it = layout.sep, layout.maxsplit, layout.ncol, layout.topic
         slow = self.slow
-        cur_topic: str | None = None
-        add_row: Callable[[list[str]], None] = lambda _p: None  # noqa: E731 - extends the topic's flat list
-        for first_line, lines in self.scanner.chunks():
+        cur = self.cur
+        cur_topic: str | None = cur.topic if cur is not None else None
+        add_row: Callable[[list[str]], None] = cur.flat.extend if cur is not None else lambda _p: None
+        for first_line, lines in chunks:
             for k, line in enumerate(lines, first_line):
                 if line is not None:
                     parts = line.split(sep, maxsplit)
@@ -167,6 +187,14 @@ class _Pass:
                 if st is not None:
                     cur_topic = st.topic
                     add_row = st.flat.extend
+            self.line_no = first_line + len(lines)
+
+    def scan(self, chunks: list[bytes], first_line: int) -> Iterator[tuple[int, list[str | None]]]:
+        """Chunks read by the fast path, given to the line engine as the scanner would."""
+        for buf in chunks:
+            lines = self.scanner.check_chunk(buf, first_line)
+            yield first_line, lines
+            first_line += len(lines)
 
     def slow(self, line: str | None, lineno: int) -> TopicState | None:
         """Everything the hot loop does not handle; returns the (possibly new) current topic."""
@@ -206,22 +234,29 @@ class _Pass:
             if st is not None:
                 st.anchor(lineno)
             else:
-                st = self.new_topic(topic, lineno, parts)
+                st = self.new_topic(topic, lineno, column_of(parts, self.layout.topic))
         else:
-            if topic in self.finished:
-                raise _Interleaved
-            if self.cur is not None:
-                finish_topic(self.ctx, self.cur)
-                self.finished.add(self.cur.topic)
-            st = self.new_topic(topic, lineno, parts)
+            st = self.next_topic(topic, lineno, column_of(parts, self.layout.topic))
         st.flat.extend(parts)
         self.cur = st
         return st
 
-    def new_topic(self, topic: str, lineno: int, parts: list[str]) -> TopicState:
+    def next_topic(self, topic: str, lineno: int, column: int) -> TopicState:
+        """In a grouped run: finish the current topic and start ``topic`` on line ``lineno``."""
+        if topic in self.finished:
+            raise _Interleaved
+        if self.cur is not None:
+            if self.columnar is not None:
+                self.columnar.finish_current()
+            else:
+                finish_topic(self.ctx, self.cur)
+            self.finished.add(self.cur.topic)
+        st = self.new_topic(topic, lineno, column)
+        self.cur = st
+        return st
+
+    def new_topic(self, topic: str, lineno: int, column: int) -> TopicState:
         self.seen_order.append(topic)
-        it = self.layout.topic
-        column = 1 + sum(len(p) + 1 for p in parts[:it])
         pattern = self.topic_pattern
         if pattern is not None and pattern.fullmatch(topic) is None:
             self.out.report("RUN-TOPIC-ID", f"topic id {topic!r} does not match the task's pattern {pattern.pattern!r}",

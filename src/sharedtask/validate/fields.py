@@ -40,13 +40,23 @@ def bulk_fullmatch(pattern: re.Pattern[str], values: list[str] | tuple[str, ...]
     """
     if not values:
         return True
+    verdict = joined_fullmatch(pattern, "\n".join(values) + "\n", len(values))
+    return all(map(pattern.fullmatch, values)) if verdict is None else verdict
+
+
+def joined_fullmatch(pattern: re.Pattern[str], text: str, count: int) -> bool | None:
+    """Whether each of the ``count`` values in ``text`` (each followed by a newline) fully
+    matches ``pattern``; None when only a match value by value can tell (see bulk_fullmatch).
+
+    The validator's columnar fast path (columnar.py) builds such a text for a whole block.
+    """
     by_class = _class_checker(pattern)
     if by_class is not None:
-        return by_class(values)
+        return by_class(text, count)
     possessive = _possessive(pattern)
     if possessive is not None:
-        return possessive.fullmatch("\n".join(values) + "\n") is not None
-    return all(map(pattern.fullmatch, values))
+        return possessive.fullmatch(text) is not None
+    return None
 
 
 _POSSESSIVE_CACHE: dict[tuple[str, int], re.Pattern[str] | None] = {}
@@ -68,7 +78,7 @@ def _possessive(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
 
 # ------------------------------------------------------------ class-only patterns
 
-Checker = Callable[[Sequence[str]], bool]
+Checker = Callable[[str, int], bool]  # (values joined and ended by newlines, their count)
 _CLASS_CACHE: dict[tuple[str, int], Checker | None] = {}
 _BAD = 0x00  # byte for characters no position accepts
 _NL = 0x0A  # the separator between joined values keeps its own byte
@@ -92,14 +102,43 @@ def _class_checker(pattern: re.Pattern[str]) -> Checker | None:
 
 
 def _build_class_checker(pattern: re.Pattern[str]) -> Checker | None:
-    if pattern.flags & (re.IGNORECASE | re.LOCALE):
-        return None
-    items = _class_items(pattern)
-    if items is None:
-        return None
-    if all(lo == hi for _, lo, hi in items):
-        return _fixed_checker(items)
-    return None  # e.g. [0-9]+: sre's single-class repeat is as fast as a translate here
+    seq = class_sequence(pattern)
+    if seq is None or not all(lo == hi for _, lo, hi in seq[1]):
+        return None  # e.g. [0-9]+: sre's single-class repeat is as fast as a translate here
+    trans, items = seq
+    template = bytes(byte for byte, count, _ in items for _ in range(count)) + b"\n"
+
+    def check(text: str, count: int) -> bool:
+        if not text.isascii():
+            return False  # a non-ASCII character never matches: the caller finds which
+        return text.encode("ascii").translate(trans) == template * count
+
+    return check
+
+
+_SEQUENCE_CACHE: dict[tuple[str, int], tuple[bytes, list[tuple[int, int, int]]] | None] = {}
+
+
+def class_sequence(pattern: re.Pattern[str]) -> tuple[bytes, list[tuple[int, int, int]]] | None:
+    """A pattern made only of ASCII classes, each repeated lo..hi times, as a translate table
+    (each character to the byte of its class, 0 for none, the newline to itself) and the
+    (class byte, lo, hi) of each element; None for other patterns or overlapping classes."""
+    key = (pattern.pattern, pattern.flags)
+    if key not in _SEQUENCE_CACHE:
+        got = None
+        items = None if pattern.flags & (re.IGNORECASE | re.LOCALE) else _class_items(pattern)
+        if items is not None:
+            classes = sorted({chars for chars, _, _ in items}, key=sorted)
+            if not any(a & b for i, a in enumerate(classes) for b in classes[i + 1 :]):
+                table = bytearray([_BAD]) * 256
+                table[_NL] = _NL
+                for k, chars in enumerate(classes):
+                    for c in chars:
+                        table[c] = 0x80 + k
+                lookup = {chars: 0x80 + k for k, chars in enumerate(classes)}
+                got = (bytes(table), [(lookup[chars], lo, hi) for chars, lo, hi in items])
+        _SEQUENCE_CACHE[key] = got
+    return _SEQUENCE_CACHE[key]
 
 
 def _class_items(pattern: re.Pattern[str]) -> list[tuple[frozenset[int], int, int]] | None:
@@ -151,34 +190,6 @@ def _class_of(op: object, arg: object, *, ascii_only: bool) -> frozenset[int] | 
     if not members or max(members) > 0x7F or _NL in members or _BAD in members:
         return None
     return frozenset(members)
-
-
-def _joined_ascii(values: Sequence[str]) -> bytes | None:
-    text = "\n".join(values)
-    return text.encode("ascii") if text.isascii() else None
-
-
-def _fixed_checker(items: list[tuple[frozenset[int], int, int]]) -> Checker | None:
-    classes = sorted({chars for chars, _, _ in items}, key=sorted)
-    for i, a in enumerate(classes):
-        if any(a & b for b in classes[i + 1 :]):
-            return None  # overlapping classes: one byte per character cannot tell them apart
-    table = bytearray([_BAD]) * 256
-    table[_NL] = _NL
-    for k, chars in enumerate(classes):
-        for c in chars:
-            table[c] = 0x80 + k
-    lookup = {chars: 0x80 + k for k, chars in enumerate(classes)}
-    template = bytes(lookup[chars] for chars, count, _ in items for _ in range(count)) + b"\n"
-    trans = bytes(table)
-
-    def check(values: Sequence[str]) -> bool:
-        joined = _joined_ascii(values)
-        if joined is None:
-            return False  # a non-ASCII character never matches: the caller finds which
-        return (joined + b"\n").translate(trans) == template * len(values)
-
-    return check
 
 
 # Character-set members that contain "\n" (re._parser category names).

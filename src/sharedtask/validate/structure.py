@@ -18,7 +18,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,14 +99,43 @@ class Scanner:
         #: The decoded chunk when it passed every byte-level check (else None): the engine
         #: may then split it as a whole instead of line by line.
         self.clean_text: str | None = None
+        #: Why reading stopped early: reports the finding at the line the consumer reached.
+        self.abort: Callable[[int], None] | None = None
 
     def chunks(self) -> Iterator[tuple[int, list[str | None]]]:
+        """Each chunk's first line number and its lines, checked byte by byte (the line engine)."""
+        line_no = 1
+        for buf in self.raw_chunks():
+            lines = self._chunk(buf, line_no)
+            yield line_no, lines
+            line_no += len(lines)
+        self.end(line_no)
+
+    def check_chunk(self, buf: bytes, first_line: int) -> list[str | None]:
+        """The byte-level rules on one chunk of whole lines; its lines (None: undecodable)."""
+        return self._chunk(buf, first_line)
+
+    def end(self, next_line: int) -> None:
+        """After the last chunk: report why reading stopped early, if it did, or count the lines."""
+        if self.abort is not None:
+            self.abort(next_line)
+            self.abort = None
+        elif not self.state.aborted:
+            self.state.lines = next_line - 1
+
+    def raw_chunks(self) -> Iterator[bytes]:
+        """The run's bytes in chunks of whole lines, each ending with a newline.
+
+        Reads CHUNK bytes at a time and cuts after the last newline, so the cuts depend on
+        the file alone (the order of findings does too). When reading stops early (gzip
+        error, byte or line bound) the finding waits in ``self.abort`` for the line number
+        the consumer has reached, given to :meth:`end`.
+        """
         out = self.out
         try:
             fh = gzip.open(self.path, "rb") if self.path.name.endswith(".gz") else open(self.path, "rb")
         except OSError as exc:
             raise SharedTaskError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-        line_no = 1
         rest = b""
         first = True
         read = 0
@@ -115,14 +144,14 @@ class Scanner:
                 try:
                     block = fh.read(CHUNK)
                 except (OSError, EOFError, zlib.error) as exc:
-                    out.add(
+                    message = f"the gzip stream is broken: {exc}"
+                    self._stop(lambda line: out.add(
                         Severity.ERROR,
                         "RUN-GZIP",
-                        f"the gzip stream is broken: {exc}",
+                        message,
                         hint="recompress the run with gzip, or submit it uncompressed",
-                        line=line_no,
-                    )
-                    self.state.aborted = True
+                        line=line,
+                    ))
                     return
                 if first:
                     first = False
@@ -140,32 +169,31 @@ class Scanner:
                     break
                 read += len(block)
                 if self.max_bytes is not None and read > self.max_bytes:
-                    out.report("RUN-TOO-LARGE", f"the run holds more than {format_size(self.max_bytes)}"
-                               + (" once decompressed" if self.path.name.endswith(".gz") else "")
-                               + "; the rest was not read", line=line_no)
-                    self.state.aborted = True
+                    text = (f"the run holds more than {format_size(self.max_bytes)}"
+                            + (" once decompressed" if self.path.name.endswith(".gz") else "")
+                            + "; the rest was not read")
+                    self._stop(lambda line: out.report("RUN-TOO-LARGE", text, line=line))
                     return
                 buf = rest + block
                 cut = buf.rfind(b"\n")
                 if cut < 0:
                     rest = buf
                     if self.max_line is not None and len(rest) > self.max_line:
-                        out.report("RUN-LINE-TOO-LONG", f"line {line_no} is longer than {format_size(self.max_line)}"
-                                   "; the rest of the run was not read", line=line_no)
-                        self.state.aborted = True
+                        limit = format_size(self.max_line)
+                        self._stop(lambda line: out.report(
+                            "RUN-LINE-TOO-LONG", f"line {line} is longer than {limit}; the rest of the run was not read",
+                            line=line))
                         return
                     continue
                 rest = buf[cut + 1 :]
-                buf = buf[: cut + 1]
-                lines = self._chunk(buf, line_no)
-                yield line_no, lines
-                line_no += len(lines)
+                yield buf[: cut + 1]
         if rest:
             self.state.final_newline = False
-            lines = self._chunk(rest + b"\n", line_no)
-            yield line_no, lines
-            line_no += len(lines)
-        self.state.lines = line_no - 1
+            yield rest + b"\n"
+
+    def _stop(self, report: Callable[[int], None]) -> None:
+        self.abort = report
+        self.state.aborted = True
 
     # ------------------------------------------------------------------ one chunk
 
