@@ -225,7 +225,12 @@ class _Parser:
                     degree = self.group()
                 return ("root", self.group() if self.peek() and self.peek()[1] in _CLOSE else self.power(), degree)  # type: ignore[index]
             if kind == "func":
-                return ("fn", value, self.group() if self.peek() and self.peek()[1] in _CLOSE else self.power())  # type: ignore[index]
+                exponent = None
+                if (nxt := self.peek()) is not None and nxt[1] == "^":  # \sin^2 x = (\sin x)^2
+                    self.take()
+                    exponent = self.postfix()
+                argument = self.group() if self.peek() and self.peek()[1] in _CLOSE else self.power()  # type: ignore[index]
+                return ("fn", value, argument) if exponent is None else ("pow", ("fn", value, argument), exponent)
         finally:
             self.depth -= 1
         raise ExpressionError(f"unexpected {value!r} at token {self.i}")

@@ -53,7 +53,7 @@ def _mixed(token: str) -> float:
     return round(float(lhs[0]) + float(lhs[1]) / float(rhs[0]), 5)
 
 
-def _symbols(token: str) -> str:
+def symbols_to_numbers(token: str) -> str:
     """Our extension: evaluate square roots, then pi, to 5-decimal numbers in the text."""
     def root(m: re.Match[str]) -> str:
         factor = float(m.group(1)) if m.group(1) else 1.0
@@ -70,7 +70,7 @@ def option_value(token: str, *, symbols: bool = False) -> int | float | None:
     """The number one option stands for (rules 2-9), None when it holds none."""
     token = token.replace(",", "")
     if symbols:
-        token = _symbols(token)
+        token = symbols_to_numbers(token)
     numerals = _NUMERAL.findall(token)
     value: float | None
     if not numerals:

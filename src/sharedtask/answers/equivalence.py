@@ -1,0 +1,287 @@
+"""Are two answers the same number or expression? EQUAL, DIFFERENT or UNEVALUABLE, never a guess.
+
+``equivalent(a, b)`` decides at the first level that applies; the verdict names it (``how``):
+
+1. **identical**: the same text after trimming.
+2. **mathqa**: both are written as MathQA option values (``24``, ``1,000``, ``1 / 2``,
+   ``3 : 8``, ``4 1 / 2``, ``2 √ 3``, ``16 π``, ``rs . 50``, ``12 cm 2``; words of two or
+   more letters are units): read by the suite's rules (:mod:`sharedtask.answers.options`,
+   fractions and ratios rounded to 5 decimals) and compared to a relative 1e-9. Where the
+   suite would take the first of several numbers (its rule 8, ``3 and 15``) or finds none
+   (``none of these``), the answer is UNEVALUABLE.
+3. **rounded**: one side is a decimal with five or more places (MathQA writes five): it
+   stands for every value that rounds to it, so ``3.14159`` equals ``\\pi``; ``3.14`` does not.
+4. **exact**: both are rational (numerals, + - * /, whole powers): compared as fractions.
+5. **symbolic** / **numeric**: otherwise both are evaluated with mpmath at 50 digits (at
+   five fixed points when they have variables); a difference at any point is DIFFERENT; when
+   they agree everywhere, SymPy tries to prove ``simplify(a - b) = 0`` in a worker process
+   bounded by ``timeout`` (:mod:`sharedtask.answers.symbolic`): proved is **symbolic**, not
+   proved in time is **numeric** (equal to 30 digits at every point).
+
+Everything the parser refuses (:mod:`sharedtask.answers.expressions`: more than 1,000
+characters, 200 parts or 40 levels, an exponent beyond 1,000, a constant beyond a double)
+and every value that is undefined (division by zero, ``log(0)``) is UNEVALUABLE with the
+reason. ``log`` is the natural logarithm (SymPy's reading).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+from typing import Any
+
+from sharedtask.answers.expressions import ExpressionError, Tree, exact, parse, variables
+from sharedtask.answers.options import option_value, symbols_to_numbers
+
+DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
+DIGITS = 50
+TOLERANCE = Fraction(1, 10 ** 30)
+ROUNDED_PLACES = 5  # a decimal with at least this many places stands for what rounds to it
+_POINTS = ("0.5772156649", "1.4142135623", "-0.7071067811", "2.7182818284", "-3.1415926535")
+MIN_POINTS = 3  # an expression with variables must be defined at three of the five points
+
+
+class Outcome(str, Enum):
+    EQUAL = "equal"
+    DIFFERENT = "different"
+    UNEVALUABLE = "unevaluable"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    how: str  # identical, mathqa, rounded, exact, symbolic, numeric; "" when unevaluable
+    reason: str = ""
+
+    @property
+    def equal(self) -> bool:
+        return self.outcome is Outcome.EQUAL
+
+
+def _unevaluable(reason: str) -> Verdict:
+    return Verdict(Outcome.UNEVALUABLE, "", reason)
+
+
+# --------------------------------------------------------------------------- MathQA level
+
+_CURRENCY = re.compile(r"^\s*(?:rs\s*\.?|\$|£|€)\s*")
+_UNIT_POWER = re.compile(r"\b([a-z]{2,})\s*[23]\s*$")  # "12 cm 2": cm², not a second number
+_MATHQA_CHARS = re.compile(r"[-0-9.,:/%\s]*")
+_NUMERAL = re.compile(r"-?[0-9]+\.[0-9]*|-?[0-9]+")
+
+
+def mathqa_value(text: str) -> float | None:
+    """The value of ``text`` when it is written as a MathQA option value with one reading
+    (rules 2-7 and 9 of :mod:`sharedtask.answers.options`, pi and roots evaluated), else None."""
+    body = symbols_to_numbers(text.strip().lower().replace(",", ""))
+    body = _UNIT_POWER.sub(r"\1", _CURRENCY.sub("", body))
+    words = re.findall(r"[a-z]+", body)
+    if any(len(w) < 2 for w in words):  # a single letter is a variable, not a unit
+        return None
+    bare = re.sub(r"[a-z]+\s*\.?", " ", body)
+    if not _MATHQA_CHARS.fullmatch(bare):
+        return None
+    numerals = _NUMERAL.findall(bare)
+    if not numerals or "-" in bare.replace(numerals[0], "", 1).lstrip():
+        return None
+    slash_or_colon = "/" in bare or ":" in bare
+    if len(numerals) == 1 and not slash_or_colon or len(numerals) in (2, 3) and slash_or_colon:
+        value = option_value(bare)
+        return None if value is None else float(value)
+    return None  # several numbers with no fraction between them: the suite would take the first
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+# --------------------------------------------------------------------------- numeric level
+
+def _context() -> Any:
+    from mpmath import MPContext  # own context: the global mpmath precision is left alone
+
+    ctx = MPContext()
+    ctx.dps = DIGITS
+    return ctx
+
+
+def _mp(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any:
+    op = tree[0]
+    if op == "num":
+        return ctx.mpf(tree[1])
+    if op == "var":
+        return env[tree[1]]
+    if op == "pi":
+        return +ctx.pi
+    if op == "fn":
+        x = _mp(ctx, tree[2], env)
+        return {"sin": ctx.sin, "cos": ctx.cos, "tan": ctx.tan, "ln": ctx.ln, "log": ctx.ln, "exp": ctx.exp}[tree[1]](x)
+    args = [_mp(ctx, t, env) for t in tree[1:]]
+    if op == "neg":
+        return -args[0]
+    if op == "add":
+        return args[0] + args[1]
+    if op == "mul":
+        return args[0] * args[1]
+    if op == "div":
+        if args[1] == 0:
+            raise ZeroDivisionError("division by zero")
+        return args[0] / args[1]
+    if op == "pow":
+        if args[0] == 0 and ctx.re(args[1]) < 0:
+            raise ZeroDivisionError("zero to a negative power")
+        return ctx.power(args[0], args[1])
+    if op == "root":
+        return ctx.sqrt(args[0]) if args[1] == 2 else ctx.power(args[0], 1 / args[1])
+    if op == "fact":
+        return ctx.factorial(args[0])
+    raise ValueError(f"unknown node {op}")
+
+
+def _value(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any | None:
+    """The value at ``env`` (None where it is undefined or not finite)."""
+    try:
+        value = _mp(ctx, tree, env)
+    except (ArithmeticError, ValueError):
+        return None
+    return value if ctx.isfinite(value) else None
+
+
+def _points(ctx: Any, names: list[str]) -> list[dict[str, Any]]:
+    """Five fixed points; each variable gets its own coordinate (shifted by its position)."""
+    return [{name: ctx.mpf(_POINTS[(j + k) % len(_POINTS)]) + ctx.mpf(k) / 7 for k, name in enumerate(names)}
+            for j in range(len(_POINTS) if names else 1)]
+
+
+def _decimal_places(tree: Tree) -> int:
+    """Places of a bare decimal (``3.14159``, ``-0.33333``); 0 for anything else."""
+    if tree[0] == "neg":
+        tree = tree[1]
+    if tree[0] != "num" or "." not in tree[1]:
+        return 0
+    return len(tree[1].split(".", 1)[1])
+
+
+def _rounded(ctx: Any, a: Tree, b: Tree) -> Verdict | None:
+    for literal, other in ((a, b), (b, a)):
+        places = _decimal_places(literal)
+        if places >= ROUNDED_PLACES and not variables(other):
+            x, y = _value(ctx, literal, {}), _value(ctx, other, {})
+            if y is None or ctx.im(y) != 0:
+                return _unevaluable("the expression has no real value")
+            # rounds to the literal: within half a unit of its last place (ties count)
+            same = abs(y - x) <= ctx.mpf(5) / ctx.mpf(10) ** (places + 1) * (1 + ctx.mpf(10) ** -40)
+            return Verdict(Outcome.EQUAL if same else Outcome.DIFFERENT, "rounded")
+    return None
+
+
+def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
+    names = sorted(variables(a) | variables(b))
+    used = 0
+    for env in _points(ctx, names):
+        x, y = _value(ctx, a, env), _value(ctx, b, env)
+        if x is None or y is None:  # undefined here (1/0, log 0): this point tells nothing
+            continue
+        used += 1
+        if abs(x - y) > ctx.mpf(TOLERANCE.numerator) / TOLERANCE.denominator * max(1, abs(x), abs(y)):
+            return Verdict(Outcome.DIFFERENT, "numeric")
+    if used == 0 or (names and used < MIN_POINTS):
+        return _unevaluable("undefined (division by zero, log of 0, ...)")
+    return Verdict(Outcome.EQUAL, "numeric")
+
+
+# --------------------------------------------------------------------------- entry points
+
+def _tree(text: str) -> Tree:
+    """The expression of one answer; a MathQA-only form (``3 : 8``, ``rs . 50``) as its value."""
+    try:
+        return parse(text)
+    except ExpressionError:
+        value = mathqa_value(text)
+        if value is None:
+            raise
+        return ("num", repr(value)) if value >= 0 else ("neg", ("num", repr(-value)))
+
+
+def equivalent(a: str, b: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+    """Whether answers ``a`` and ``b`` are equal (the levels of the module docstring)."""
+    if a.strip() == b.strip() and a.strip():
+        return Verdict(Outcome.EQUAL, "identical")
+    x, y = mathqa_value(a), mathqa_value(b)
+    if x is not None and y is not None:
+        return Verdict(Outcome.EQUAL if _close(x, y) else Outcome.DIFFERENT, "mathqa")
+    try:
+        ta, tb = _tree(a), _tree(b)
+    except ExpressionError as exc:
+        return _unevaluable(str(exc))
+    ctx = _context()
+    rounded = _rounded(ctx, ta, tb)
+    if rounded is not None:
+        return rounded
+    ea, eb = exact(ta), exact(tb)
+    if ea is not None and eb is not None:
+        return Verdict(Outcome.EQUAL if ea == eb else Outcome.DIFFERENT, "exact")
+    verdict = _numeric(ctx, ta, tb)
+    if not verdict.equal:
+        return verdict
+    from sharedtask.answers.symbolic import proves_equal
+
+    return Verdict(Outcome.EQUAL, "symbolic" if proves_equal(ta, tb, timeout) else "numeric")
+
+
+def numeric_value(text: str) -> float | None:
+    """The real value of an answer without variables (``\\frac{1}{2}``, ``2\\sqrt{3}``), or None."""
+    value = mathqa_value(text)
+    if value is not None:
+        return value
+    try:
+        tree = _tree(text)
+    except ExpressionError:
+        return None
+    if variables(tree):
+        return None
+    ctx = _context()
+    result = _value(ctx, tree, {})
+    if result is None or ctx.im(result) != 0:
+        return None
+    return float(ctx.re(result))
+
+
+# --------------------------------------------------------------------------- in a text
+
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_PLAIN_NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?(?:\s*[/:]\s*[0-9]+(?:\.[0-9]+)?)?")
+MAX_CANDIDATES = 64
+
+
+def candidates(text: str) -> list[str]:
+    """What a text states as values: its math spans (``$...$``, ``\\(...\\)``, ``\\[...\\]``)
+    and each side of an ``=`` in them, then its plain numbers and fractions; at most 64."""
+    out: list[str] = []
+    for m in _MATH_SPAN.finditer(text):
+        span = next(g for g in m.groups() if g is not None)
+        out.append(span)
+        if "=" in span:
+            out += [side for side in span.split("=") if side.strip()]
+    prose = _MATH_SPAN.sub(" ", text)
+    out += [m.group() for m in _PLAIN_NUMBER.finditer(prose)]
+    seen: dict[str, None] = dict.fromkeys(s.strip() for s in out if s.strip())
+    return list(seen)[:MAX_CANDIDATES]
+
+
+def find_equivalent(text: str, key: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+    """Whether ``text`` states a value equal to ``key`` (the first EQUAL candidate); DIFFERENT
+    when some candidate could be compared and none is equal; else UNEVALUABLE."""
+    compared = False
+    last = _unevaluable("the text states no value that can be compared")
+    for candidate in candidates(text):
+        verdict = equivalent(candidate, key, timeout=timeout)
+        if verdict.equal:
+            return Verdict(Outcome.EQUAL, verdict.how, f"the text states {candidate[:60]!r}")
+        if verdict.outcome is Outcome.DIFFERENT:
+            compared = True
+        else:
+            last = verdict
+    return Verdict(Outcome.DIFFERENT, "", "no statement in the text equals the key") if compared else last
