@@ -32,7 +32,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any
 
-from sharedtask.answers.expressions import ExpressionError, Tree, exact, parse, variables
+from sharedtask.answers.expressions import MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, parse, variables
 from sharedtask.answers.options import option_value, symbols_to_numbers
 
 DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
@@ -75,16 +75,18 @@ _NUMERAL = re.compile(r"-?[0-9]+\.[0-9]*|-?[0-9]+")
 def mathqa_value(text: str) -> float | None:
     """The value of ``text`` when it is written as a MathQA option value with one reading
     (rules 2-7 and 9 of :mod:`sharedtask.answers.options`, pi and roots evaluated), else None."""
+    if len(text) > MAX_CHARS:
+        return None
     body = symbols_to_numbers(text.strip().lower().replace(",", ""))
     body = _UNIT_POWER.sub(r"\1", _CURRENCY.sub("", body))
     words = re.findall(r"[a-z]+", body)
-    if any(len(w) < 2 for w in words):  # a single letter is a variable, not a unit
-        return None
+    if any(len(w) < 2 for w in words) or re.search(r"[0-9][a-z]", body):
+        return None  # a single letter is a variable, not a unit; MathQA writes "12 cm", never "12cm"
     bare = re.sub(r"[a-z]+\s*\.?", " ", body)
     if not _MATHQA_CHARS.fullmatch(bare):
         return None
     numerals = _NUMERAL.findall(bare)
-    if not numerals or "-" in bare.replace(numerals[0], "", 1).lstrip():
+    if not numerals or any(len(n) > MAX_DIGITS for n in numerals) or "-" in bare.replace(numerals[0], "", 1).lstrip():
         return None
     slash_or_colon = "/" in bare or ":" in bare
     if len(numerals) == 1 and not slash_or_colon or len(numerals) in (2, 3) and slash_or_colon:
