@@ -106,3 +106,22 @@ def test_gold_programs_give_the_suite_s_published_figures(tmp_path: Path, capsys
     result = data[0] if isinstance(data, list) else data
     assert result["topics_averaged"]["mathqa_published"] == total
     assert round(result["scores"]["mathqa_published"] * total) == correct
+
+
+def test_latex_options_are_read_as_math_in_option_matching_only(tmp_path: Path) -> None:
+    # The suite's rule 8 reads "\frac{3}{4}" as its first numeral, 3; the option matching reads
+    # it as 0.75 (sharedtask.answers.equivalence), the published check keeps the suite's reading.
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    gold = [{"Problem": "what is 3 / 8 of 2 ?", "options": r"a ) \frac{3}{4} , b ) 2 , c ) 5 , d ) 7 , e ) none of these",
+             "correct": "a", "linear_formula": "divide(n0,n1)|multiply(#0,n2)|"}]
+    (truth / "gold.json").write_text(json.dumps(gold), encoding="utf-8")
+    run = _run(tmp_path, ["divide(n0,n1)|multiply(#0,n2)|"])  # 3 / 8 * 2 = 0.75
+    result = evaluate(run, "mathqa-test", truth_dir=truth, per_topic=True)
+    # options read: 0.75, 2, 5, 7, none; 0.75 hits a exactly -> 1 (the suite's reading, 3, 2, 5, 7:
+    # no option within 1 of 0.75 -> 0)
+    assert result.per_topic["mathqa_options"]["1"] == 1.0
+    assert any("exact 1" in n for n in result.notes)
+    assert any(n.startswith("1 option(s) without a value under the suite's rules read as math") for n in result.notes)
+    # the published check: |0.75 - 3| > 0.5 -> 0, as the suite's notebook computes it
+    assert result.per_topic["mathqa_published"]["1"] == 0.0

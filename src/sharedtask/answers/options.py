@@ -90,6 +90,15 @@ def option_value(token: str, *, symbols: bool = False) -> int | float | None:
     return value
 
 
+_LABEL = re.compile(r"^\s*[a-e]\s*\)\s*")
+
+
+def option_texts(options: str) -> list[str]:
+    """The five options' texts without their labels (``"a ) 1 / 2 "`` -> ``"1 / 2"``), rule 1 checked."""
+    values = option_values(options)  # raises unless there are five
+    return [_LABEL.sub("", token).strip() for token in options.split(", ")][:len(values)]
+
+
 def option_values(options: str, *, symbols: bool = False) -> list[int | float | None]:
     """The five options' numbers, a-e in order (rule 1)."""
     tokens = options.split(", ")
