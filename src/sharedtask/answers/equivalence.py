@@ -32,7 +32,8 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any
 
-from sharedtask.answers.expressions import MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, parse, variables
+from sharedtask.answers.expressions import (ARITHMETIC, MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, fold,
+                                            parse, variables)
 from sharedtask.answers.options import option_value, symbols_to_numbers
 
 DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
@@ -110,36 +111,22 @@ def _context() -> Any:
 
 
 def _mp(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any:
-    op = tree[0]
-    if op == "num":
-        return ctx.mpf(tree[1])
-    if op == "var":
-        return env[tree[1]]
-    if op == "pi":
-        return +ctx.pi
-    if op == "fn":
-        x = _mp(ctx, tree[2], env)
-        return {"sin": ctx.sin, "cos": ctx.cos, "tan": ctx.tan, "ln": ctx.ln, "log": ctx.ln, "exp": ctx.exp}[tree[1]](x)
-    args = [_mp(ctx, t, env) for t in tree[1:]]
-    if op == "neg":
-        return -args[0]
-    if op == "add":
-        return args[0] + args[1]
-    if op == "mul":
-        return args[0] * args[1]
-    if op == "div":
-        if args[1] == 0:
+    """The mpmath value at ``env``; raises ZeroDivisionError where it is undefined."""
+    functions = {"sin": ctx.sin, "cos": ctx.cos, "tan": ctx.tan, "ln": ctx.ln, "log": ctx.ln, "exp": ctx.exp}
+
+    def div(a: Any, b: Any) -> Any:
+        if b == 0:
             raise ZeroDivisionError("division by zero")
-        return args[0] / args[1]
-    if op == "pow":
-        if args[0] == 0 and ctx.re(args[1]) < 0:
+        return a / b
+
+    def power(a: Any, b: Any) -> Any:
+        if a == 0 and ctx.re(b) < 0:
             raise ZeroDivisionError("zero to a negative power")
-        return ctx.power(args[0], args[1])
-    if op == "root":
-        return ctx.sqrt(args[0]) if args[1] == 2 else ctx.power(args[0], 1 / args[1])
-    if op == "fact":
-        return ctx.factorial(args[0])
-    raise ValueError(f"unknown node {op}")
+        return ctx.power(a, b)
+
+    return fold(tree, {**ARITHMETIC, "num": ctx.mpf, "var": env.__getitem__, "pi": lambda: +ctx.pi, "div": div,
+                       "pow": power, "fact": ctx.factorial, "fn": lambda name, x: functions[name](x),
+                       "root": lambda a, n: ctx.sqrt(a) if n == 2 else ctx.power(a, 1 / n)})
 
 
 def _value(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any | None:

@@ -21,8 +21,11 @@ refused by a few float operations, before SymPy or mpmath could start on it.
 from __future__ import annotations
 
 import math
+import operator
 import re
+from collections.abc import Callable, Mapping
 from fractions import Fraction
+from typing import Any
 
 MAX_CHARS = 1000
 MAX_NODES = 200
@@ -316,6 +319,26 @@ def check(tree: Tree) -> None:
     if size(tree) > MAX_NODES:
         raise ExpressionError(f"more than {MAX_NODES} parts")
     _estimate(tree)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+#: The arithmetic nodes as Python operators; a table for :func:`fold` adds the rest.
+ARITHMETIC: dict[str, Callable[..., Any]] = {"neg": operator.neg, "add": operator.add, "mul": operator.mul,
+                                              "div": operator.truediv, "pow": operator.pow}
+
+
+def fold(tree: Tree, table: Mapping[str, Callable[..., Any]]) -> Any:
+    """Evaluate bottom-up with one function per node kind: ``num`` and ``var`` get the text,
+    ``pi`` nothing, ``fn`` the name and the argument's value, the others their children's values."""
+    op = tree[0]
+    if op in ("num", "var"):
+        return table[op](tree[1])
+    if op == "pi":
+        return table["pi"]()
+    if op == "fn":
+        return table["fn"](tree[1], fold(tree[2], table))
+    return table[op](*(fold(t, table) for t in tree[1:]))
 
 
 # --------------------------------------------------------------------------- exact values

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sharedtask.answers.expressions import Tree
+from sharedtask.answers.expressions import ARITHMETIC, Tree, fold
 
 START_TIMEOUT = 60.0  # spawning Python and importing SymPy: about a second, more on a loaded machine
 
@@ -29,33 +29,12 @@ def to_sympy(tree: Tree) -> Any:
     """The SymPy expression of a tree (in the worker: SymPy is imported here only)."""
     import sympy
 
-    op = tree[0]  # trees arrive as JSON lists
-    if op == "num":
-        return sympy.Rational(tree[1])  # the decimal as written, exactly: 0.1 is 1/10
-    if op == "var":
-        return sympy.Symbol(tree[1])
-    if op == "pi":
-        return sympy.pi
-    if op == "fn":
-        function = {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "ln": sympy.log, "log": sympy.log,
-                    "exp": sympy.exp}[tree[1]]
-        return function(to_sympy(tree[2]))
-    args = [to_sympy(t) for t in tree[1:]]
-    if op == "neg":
-        return -args[0]
-    if op == "add":
-        return args[0] + args[1]
-    if op == "mul":
-        return args[0] * args[1]
-    if op == "div":
-        return args[0] / args[1]
-    if op == "pow":
-        return args[0] ** args[1]
-    if op == "root":
-        return sympy.root(args[0], args[1])
-    if op == "fact":
-        return sympy.factorial(args[0])
-    raise ValueError(f"unknown node {op}")
+    functions = {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "ln": sympy.log, "log": sympy.log,
+                 "exp": sympy.exp}
+    return fold(tree, {**ARITHMETIC,
+                       "num": sympy.Rational,  # the decimal as written, exactly: 0.1 is 1/10
+                       "var": sympy.Symbol, "pi": lambda: sympy.pi, "root": sympy.root, "fact": sympy.factorial,
+                       "fn": lambda name, x: functions[name](x)})
 
 
 def _is_zero(a: Tree, b: Tree) -> bool | None:
