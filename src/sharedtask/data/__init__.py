@@ -26,15 +26,17 @@ def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
     truth = [f for f in (ds.files if ds is not None else ()) if f.role == "truth"]
     if ds is None or not truth or any(f.source in ("irds", "url") for f in truth):
         return None
-    if store.assemble(ds, roles=("truth",), show_progress=False):  # import-only truth not imported yet
+    missing = store.assemble(ds, roles=("truth",), show_progress=False)
+    if missing and import_hint(ds):  # truth imported by hand only (MathQA), not imported yet
         return None
     return ds, store.dataset_dir(ds) / "truth"
 
 
 def import_hint(ds: Dataset) -> str | None:
-    """How to place a dataset's import-only truth (None when it has none)."""
-    files = [f for f in ds.role("truth") if f.source == "import" and f.required]
-    if not files:
+    """How to place a dataset's truth when all of it comes by import only (the MathQA suite's
+    files); None otherwise (ARQMath Task 2's imported formula index is read through --input)."""
+    files = [f for f in ds.role("truth") if f.required]
+    if not files or any(f.source != "import" for f in ds.role("truth")):
         return None
     return f"sharedtask data import {ds.id} --from DIR, DIR holding {', '.join(f.origin or f.path for f in files)}"
 
