@@ -66,6 +66,9 @@ SYMBOLIC = [
     ("ln and exp", r"\ln(e^{2})", "2", DIFF, "numeric"),  # e is a variable here, not Euler's number
     ("exp and ln", r"\exp(\ln 2)", "2", EQ, "symbolic"),
     ("a factorial", "5!", "120", EQ, "symbolic"),
+    ("a tiny number is not zero", "10^{-35}", "0", DIFF, "exact"),
+    ("a tiny constant is not zero", r"10^{-35}\pi", "0", DIFF, "numeric"),
+    ("sin(pi) is zero despite rounding", r"\sin(\pi)", "0", EQ, "symbolic"),
     ("division by zero is undefined", "1/0", "1", UNEV, ""),
     ("log of zero is undefined", r"\ln 0", "1", UNEV, ""),
 ]

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from fractions import Fraction
 from typing import Any
 
 from sharedtask.answers.expressions import (ARITHMETIC, MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, fold,
@@ -38,7 +37,8 @@ from sharedtask.answers.options import option_value, symbols_to_numbers
 
 DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
 DIGITS = 50
-TOLERANCE = Fraction(1, 10 ** 30)
+RELATIVE = 30  # equal: the same to 30 significant digits ...
+ABSOLUTE = 45  # ... or within 1e-45 of each other (the rounding noise of 50 digits: sin(pi) vs 0)
 ROUNDED_PLACES = 5  # a decimal with at least this many places stands for what rounds to it
 _POINTS = ("0.5772156649", "1.4142135623", "-0.7071067811", "2.7182818284", "-3.1415926535")
 MIN_POINTS = 3  # an expression with variables must be defined at three of the five points
@@ -174,7 +174,8 @@ def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
         if x is None or y is None:  # undefined here (1/0, log 0): this point tells nothing
             continue
         used += 1
-        if abs(x - y) > ctx.mpf(TOLERANCE.numerator) / TOLERANCE.denominator * max(1, abs(x), abs(y)):
+        difference = abs(x - y)
+        if difference > ctx.mpf(10) ** -ABSOLUTE and difference > ctx.mpf(10) ** -RELATIVE * max(abs(x), abs(y)):
             return Verdict(Outcome.DIFFERENT, "numeric")
     if used == 0 or (names and used < MIN_POINTS):
         return _unevaluable("undefined (division by zero, log of 0, ...)")
