@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import mpmath
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sharedtask.answers import symbolic
 from sharedtask.answers.equivalence import (Outcome, candidates, equivalent, find_equivalent, mathqa_value,
@@ -151,3 +153,18 @@ def test_what_a_text_states() -> None:
     assert find_equivalent(text, r"\frac{3}{4}").equal
     assert find_equivalent(text, "0.5").outcome is DIFF
     assert find_equivalent("no value at all", "0.5").outcome is UNEV
+
+
+_ALPHABET = "0123456789.,+-*/^()[]{}!:=$ xyπ√\\" + "abcdefghijklmnopqrstuvwxyz"
+_PIECES = st.sampled_from(["\\frac", "\\sqrt", "\\pi", "\\left(", "\\right)", "\\sin", "\\ln", "sqrt", "pi", "^{", "}",
+                           "10", "0", "-", "x", "!", "**", "1/0", " "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(_ALPHABET, max_size=40), st.lists(_PIECES, max_size=25).map("".join)),
+       st.one_of(st.text(_ALPHABET, max_size=12), st.sampled_from(["0", "1", "x", r"\frac12", "2 : 3"])))
+def test_any_text_gets_a_verdict_and_no_exception(a: str, b: str) -> None:
+    verdict = equivalent(a, b, timeout=0.5)
+    assert verdict.outcome in (EQ, DIFF, UNEV)
+    assert verdict.outcome is not UNEV or verdict.reason  # unevaluable always says why
+    assert equivalent(b, a, timeout=0.5).outcome is verdict.outcome  # symmetric

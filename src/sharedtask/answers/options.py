@@ -39,17 +39,21 @@ _PI = re.compile(rf"(?:({_NUM})\s*)?(?:π|\bpi\b)")
 def _ratio(token: str, sep: str) -> float | None:
     """Rules 5 and 6: the first numeral before the first ``sep`` over the first after it."""
     cut = token.find(sep)
-    lhs = float(_NUMERAL.findall(token[:cut])[0])
-    rhs = float(_NUMERAL.findall(token[cut + 1:])[0])
-    return None if rhs == 0 else round(lhs / rhs, 5)
+    lhs, rhs = _NUMERAL.findall(token[:cut]), _NUMERAL.findall(token[cut + 1:])
+    if not lhs or not rhs or float(rhs[0]) == 0:  # "3 4 :" makes the suite raise: no number here
+        return None
+    return round(float(lhs[0]) / float(rhs[0]), 5)
 
 
-def _mixed(token: str) -> float:
+def _mixed(token: str) -> float | None:
     """Rule 7 as the suite computes it: split at the first ``/``. (With only ``:`` the suite
-    splits at position -1, i.e. reads ``a b : c`` as a + b / a; kept, to give its numbers.)"""
+    splits at position -1, i.e. reads ``a b : c`` as a + b / a; kept, to give its numbers.)
+    Where the suite would raise (``1 / 2 3``, ``1 2 / 0``) there is no number."""
     cut = token.find("/")
     lhs = _NUMERAL.findall(token[:cut])
     rhs = _NUMERAL.findall(token[cut + 1:])
+    if len(lhs) < 2 or not rhs or float(rhs[0]) == 0:
+        return None
     return round(float(lhs[0]) + float(lhs[1]) / float(rhs[0]), 5)
 
 
