@@ -65,6 +65,8 @@ SYMBOLIC = [
     ("implicit products", "2x y", "x*y*2", EQ, "symbolic"),
     ("a word of several letters is no product", "2xy", "x*y*2", UNEV, ""),
     ("different variables", "2x", "2y", DIFF, "numeric"),
+    ("subscripts name variables", "x_1 + x_{2}", "x_{2} + x_1", EQ, "symbolic"),
+    ("x_1 is not x_2", "x_1", "x_2", DIFF, "numeric"),
     ("ln and exp", r"\ln(e^{2})", "2", DIFF, "numeric"),  # e is a variable here, not Euler's number
     ("exp and ln", r"\exp(\ln 2)", "2", EQ, "symbolic"),
     ("a factorial", "5!", "120", EQ, "symbolic"),
@@ -155,7 +157,7 @@ def test_what_a_text_states() -> None:
     assert find_equivalent("no value at all", "0.5").outcome is UNEV
 
 
-_ALPHABET = "0123456789.,+-*/^()[]{}!:=$ xyπ√\\" + "abcdefghijklmnopqrstuvwxyz"
+_ALPHABET = "0123456789.,+-*/^_()[]{}!:=$ xyπ√\\" + "abcdefghijklmnopqrstuvwxyz"
 _PIECES = st.sampled_from(["\\frac", "\\sqrt", "\\pi", "\\left(", "\\right)", "\\sin", "\\ln", "sqrt", "pi", "^{", "}",
                            "10", "0", "-", "x", "!", "**", "1/0", " "])
 

@@ -54,7 +54,7 @@ _TOKEN = re.compile(r"""
     (?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?|\.[0-9]+)
   | (?P<cmd>\\[a-zA-Z]+)
   | (?P<word>[a-zA-Z]+)
-  | (?P<op>\*\*|[-+*/^()\[\]{}!×·÷−√π])
+  | (?P<op>\*\*|[-+*/^_()\[\]{}!×·÷−√π])
   | (?P<space>\s+)
   | (?P<bad>.)
 """, re.VERBOSE)
@@ -201,6 +201,21 @@ class _Parser:
         self.take(_CLOSE[tok[1]])
         return tree
 
+    def subscript(self) -> str:
+        """``x_1``, ``a_{n}``, ``x_{12}``: part of the variable's name (one numeral or letter)."""
+        if (tok := self.peek()) is None or tok[1] != "_":
+            return ""
+        self.take()
+        braced = (nxt := self.peek()) is not None and nxt[1] == "{"
+        if braced:
+            self.take()
+        tok = self.take()
+        if tok[0] not in ("num", "var"):
+            raise ExpressionError(f"a subscript is one numeral or letter, not {tok[1]!r}")
+        if braced:
+            self.take("}")
+        return "_" + tok[1]
+
     def atom(self) -> Tree:
         tok = self.peek()
         if tok is None:
@@ -211,7 +226,7 @@ class _Parser:
             return ("num", value)
         if kind == "var":
             self.take()
-            return ("var", value)
+            return ("var", value + self.subscript())
         if value == "\\pi":
             self.take()
             return ("pi",)
