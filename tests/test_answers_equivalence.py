@@ -155,6 +155,9 @@ def test_what_a_text_states() -> None:
     assert find_equivalent(text, r"\frac{3}{4}").equal
     assert find_equivalent(text, "0.5").outcome is DIFF
     assert find_equivalent("no value at all", "0.5").outcome is UNEV
+    # unclosed spans and endless numbers: at most 64 candidates, each span at most 1,000 characters
+    assert candidates("\\(" * 50_000) == []
+    assert len(candidates(" ".join(str(i) for i in range(10_000)))) == 64
 
 
 _ALPHABET = "0123456789.,+-*/^_()[]{}!:=$ xyπ√\\" + "abcdefghijklmnopqrstuvwxyz"

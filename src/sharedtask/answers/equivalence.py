@@ -16,7 +16,8 @@
    five fixed points when they have variables); a difference at any point is DIFFERENT; when
    they agree everywhere, SymPy tries to prove ``simplify(a - b) = 0`` in a worker process
    bounded by ``timeout`` (:mod:`sharedtask.answers.symbolic`): proved is **symbolic**, not
-   proved in time is **numeric** (equal to 30 digits at every point).
+   proved in time is **numeric** (the same to 30 significant digits, or within 1e-45, at
+   every point).
 
 Everything the parser refuses (:mod:`sharedtask.answers.expressions`: more than 1,000
 characters, 200 parts or 40 levels, an exponent beyond 1,000, a constant beyond a double)
@@ -241,24 +242,55 @@ def numeric_value(text: str) -> float | None:
 
 # --------------------------------------------------------------------------- in a text
 
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_OPENERS = re.compile(r"\$\$|\$|\\\(|\\\[")
+_CLOSERS = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
 _PLAIN_NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?(?:\s*[/:]\s*[0-9]+(?:\.[0-9]+)?)?")
 MAX_CANDIDATES = 64
+MAX_TEXT = 100_000  # characters of a text searched
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, inner text) of the math spans, left to right. Linear: an opener whose
+    closer is nowhere after it means no later opener of its kind can close either."""
+    out: list[tuple[int, int, str]] = []
+    cursor, exhausted = 0, set()
+    for m in _OPENERS.finditer(text):
+        opener = m.group()
+        if m.start() < cursor or opener in exhausted:
+            continue
+        close = text.find(_CLOSERS[opener], m.end())
+        if close < 0:
+            exhausted.add(opener)
+            continue
+        cursor = close + len(_CLOSERS[opener])
+        if 0 < close - m.end() <= MAX_CHARS:  # longer is no answer we read
+            out.append((m.start(), cursor, text[m.end():close]))
+    return out
 
 
 def candidates(text: str) -> list[str]:
     """What a text states as values: its math spans (``$...$``, ``\\(...\\)``, ``\\[...\\]``)
-    and each side of an ``=`` in them, then its plain numbers and fractions; at most 64."""
-    out: list[str] = []
-    for m in _MATH_SPAN.finditer(text):
-        span = next(g for g in m.groups() if g is not None)
-        out.append(span)
-        if "=" in span:
-            out += [side for side in span.split("=") if side.strip()]
-    prose = _MATH_SPAN.sub(" ", text)
-    out += [m.group() for m in _PLAIN_NUMBER.finditer(prose)]
-    seen: dict[str, None] = dict.fromkeys(s.strip() for s in out if s.strip())
-    return list(seen)[:MAX_CANDIDATES]
+    and each side of an ``=`` in them, then its plain numbers and fractions; at most 64,
+    from the first 100,000 characters."""
+    text = text[:MAX_TEXT]
+    out: dict[str, None] = {}  # ordered, unique
+
+    def add(value: str) -> bool:
+        if value.strip():
+            out[value.strip()] = None
+        return len(out) >= MAX_CANDIDATES
+
+    spans = _spans(text)
+    for _, _, span in spans:
+        if add(span) or any(add(side) for side in (span.split("=") if "=" in span else ())):
+            return list(out)
+    ends = [0] + [end for _, end, _ in spans]
+    starts = [start for start, _, _ in spans] + [len(text)]
+    prose = " ".join(text[end:start] for end, start in zip(ends, starts))
+    for m in _PLAIN_NUMBER.finditer(prose):
+        if add(m.group()):
+            break
+    return list(out)
 
 
 def find_equivalent(text: str, key: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
