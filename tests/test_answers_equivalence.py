@@ -8,6 +8,8 @@ pass by the wrong route. SymPy runs for real in its worker process.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import mpmath
 import pytest
 from hypothesis import given, settings
@@ -173,3 +175,10 @@ def test_any_text_gets_a_verdict_and_no_exception(a: str, b: str) -> None:
     assert verdict.outcome in (EQ, DIFF, UNEV)
     assert verdict.outcome is not UNEV or verdict.reason  # unevaluable always says why
     assert equivalent(b, a, timeout=0.5).outcome is verdict.outcome  # symmetric
+
+
+def test_threads_share_the_worker_and_keep_their_own_precision() -> None:
+    pairs = [("(x+1)^2", "x^2+2x+1", EQ), (r"\sqrt{2}", "1.41421", EQ), ("3.14", r"\pi", DIFF), ("1/0", "1", UNEV)]
+    with ThreadPoolExecutor(4) as pool:
+        outcomes = list(pool.map(lambda p: equivalent(p[0], p[1]).outcome, pairs * 5))
+    assert outcomes == [p[2] for p in pairs] * 5
