@@ -31,6 +31,7 @@ import re
 import threading
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from sharedtask.answers.expressions import (ARITHMETIC, MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, fold,
@@ -195,13 +196,25 @@ def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
 # --------------------------------------------------------------------------- entry points
 
 def _tree(text: str) -> Tree:
-    """The expression of one answer; a MathQA-only form (``3 : 8``, ``rs . 50``) as its value."""
+    """The expression of one answer; a MathQA-only form (``3 : 8``, ``rs . 50``) as its value.
+    Raises ExpressionError. Remembered: EXAM compares one key with many statements."""
+    if len(text) > MAX_CHARS:
+        raise ExpressionError(f"{len(text)} characters (at most {MAX_CHARS})")
+    read = _read(text)
+    if isinstance(read, str):
+        raise ExpressionError(read)
+    return read
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str) -> Tree | str:
+    """The tree of ``text``, or why it cannot be read (at most 1,000 characters: bounded memory)."""
     try:
         return parse(text)
-    except ExpressionError:
+    except ExpressionError as exc:
         value = mathqa_value(text)
         if value is None:
-            raise
+            return str(exc)
         return ("num", repr(value)) if value >= 0 else ("neg", ("num", repr(-value)))
 
 
@@ -305,6 +318,10 @@ def candidates(text: str) -> list[str]:
 def find_equivalent(text: str, key: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
     """Whether ``text`` states a value equal to ``key`` (the first EQUAL candidate); DIFFERENT
     when some candidate could be compared and none is equal; else UNEVALUABLE."""
+    try:
+        _tree(key)
+    except ExpressionError as exc:  # a key in words ("polar coordinates"): nothing to compare
+        return _unevaluable(f"the key is not math we read: {exc}")
     compared = False
     last = _unevaluable("the text states no value that can be compared")
     for candidate in candidates(text):
