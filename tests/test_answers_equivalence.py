@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pathlib import Path
+
 import mpmath
 import pytest
 from hypothesis import given, settings
@@ -21,6 +23,7 @@ from sharedtask.answers.equivalence import (Outcome, candidates, equivalent, fin
 from sharedtask.answers.expressions import ExpressionError, parse
 
 EQ, DIFF, UNEV = Outcome.EQUAL, Outcome.DIFFERENT, Outcome.UNEVALUABLE
+_BROKEN_SYMPY = Path(__file__).resolve().parent / "fixtures" / "broken-sympy"
 
 # (case, a, b, outcome, how)
 MATHQA_RULES = [
@@ -182,3 +185,14 @@ def test_threads_share_the_worker_and_keep_their_own_precision() -> None:
     with ThreadPoolExecutor(4) as pool:
         outcomes = list(pool.map(lambda p: equivalent(p[0], p[1]).outcome, pairs * 5))
     assert outcomes == [p[2] for p in pairs] * 5
+
+
+def test_without_a_working_sympy_the_verdict_is_numeric(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a real child process that cannot import SymPy (an empty module named sympy shadows it):
+    # the worker does not start, is not tried again, and the numeric verdict stands
+    worker = symbolic._Worker()
+    monkeypatch.setattr(symbolic, "_WORKER", worker)
+    monkeypatch.setenv("PYTHONPATH", str(_BROKEN_SYMPY))
+    verdict = equivalent("(x+1)^2", "x^2+2x+1")
+    assert (verdict.outcome, verdict.how) == (EQ, "numeric")
+    assert worker.unavailable and worker._process is None

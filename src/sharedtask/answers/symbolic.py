@@ -65,6 +65,8 @@ class _Worker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
+        self._owner = os.getpid()  # a forked caller (Celery's prefork pool) must not share the pipes
+        self.unavailable = False  # the worker could not start (no SymPy): not tried again
 
     def _readline(self, timeout: float) -> str | None:
         assert self._process is not None and self._process.stdout is not None
@@ -79,6 +81,7 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         if self._readline(START_TIMEOUT) != '"ready"\n':
             self.stop()
+            self.unavailable = True
             raise TimeoutError("the SymPy worker did not start")
         return self._process
 
@@ -94,6 +97,10 @@ class _Worker:
     def is_zero(self, a: Tree, b: Tree, timeout: float) -> bool | None:
         """True when SymPy proves a = b within ``timeout`` seconds; None when it did not."""
         with self._lock:
+            if self._owner != os.getpid():  # forked: the parent's worker is the parent's
+                self._process, self._owner = None, os.getpid()
+            if self.unavailable:
+                return None
             try:
                 process = self._process if self._process and self._process.poll() is None else self._start()
                 assert process.stdin is not None
