@@ -62,8 +62,36 @@ _ALIASES = {"**": "^", "×": "*", "·": "*", "÷": "/", "−": "-", "\\cdot": "*
             "\\dfrac": "\\frac", "\\tfrac": "\\frac", "π": "\\pi", "pi": "\\pi", "√": "\\sqrt", "sqrt": "\\sqrt"}
 
 
+def _classify(kind: str, value: str) -> tuple[str, str]:
+    """One lexeme (aliases applied) as num, var, func, cmd (``\\pi \\sqrt \\frac``) or op."""
+    if kind == "num":
+        value = value.replace(",", "")
+        if len(value) > MAX_DIGITS:
+            raise ExpressionError(f"a numeral of {len(value)} digits (at most {MAX_DIGITS})")
+        return "num", value
+    if value in ("\\pi", "\\sqrt", "\\frac"):
+        return "cmd", value
+    if value in ("*", "/"):  # \cdot, \times, \div
+        return "op", value
+    if kind == "word":
+        if value in FUNCTIONS:
+            return "func", value
+        if len(value) == 1:
+            return "var", value
+        # "none of these" is no product n*o*n*e: a word we do not know is not math
+        raise ExpressionError(f"the word {value!r} is not math we read")
+    if kind == "cmd":
+        name = value[1:]
+        if name in FUNCTIONS:
+            return "func", name
+        if name in GREEK:
+            return "var", name
+        raise ExpressionError(f"the LaTeX command {value} is not one we read")
+    return "op", value
+
+
 def tokens(text: str) -> list[tuple[str, str]]:
-    """(kind, text) pairs: num, name (a letter, a Greek name, a function), cmd, op."""
+    """(kind, text) pairs: num, var (a letter or a Greek name), func, cmd, op."""
     if len(text) > MAX_CHARS:
         raise ExpressionError(f"{len(text)} characters (at most {MAX_CHARS})")
     text = _DECOR.sub(" ", text)
@@ -71,37 +99,12 @@ def tokens(text: str) -> list[tuple[str, str]]:
     text = _SQRT_ONE.sub(r"\1{\2}", text)
     out: list[tuple[str, str]] = []
     for m in _TOKEN.finditer(text):
-        kind, value = m.lastgroup or "", m.group()
-        value = _ALIASES.get(value, value)
+        kind = m.lastgroup or ""
         if kind == "space":
             continue
         if kind == "bad":
-            raise ExpressionError(f"unexpected {value!r} at column {m.start() + 1}")
-        if kind == "num":
-            value = value.replace(",", "")
-            if len(value) > MAX_DIGITS:
-                raise ExpressionError(f"a numeral of {len(value)} digits (at most {MAX_DIGITS})")
-        elif kind == "word" and value != "\\pi" and value != "\\sqrt":
-            if value in FUNCTIONS:
-                kind = "func"
-            elif len(value) == 1:
-                kind = "var"
-            else:  # "none of these" is no product n*o*n*e: a word we do not know is not math
-                raise ExpressionError(f"the word {value!r} is not math we read")
-        elif kind == "word" or kind == "cmd":
-            kind = "cmd"
-            name = value[1:]
-            if name in FUNCTIONS:
-                kind, value = "func", name
-            elif name in GREEK:
-                kind, value = "var", name
-            elif value not in ("\\pi", "\\sqrt", "\\frac", "*", "/"):
-                raise ExpressionError(f"the LaTeX command {value} is not one we read")
-            if value in ("*", "/"):
-                kind = "op"
-        else:
-            kind = "op"
-        out.append((kind, value))
+            raise ExpressionError(f"unexpected {m.group()!r} at column {m.start() + 1}")
+        out.append(_classify(kind, _ALIASES.get(m.group(), m.group())))
     if not out:
         raise ExpressionError("no expression")
     return out
