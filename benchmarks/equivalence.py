@@ -6,7 +6,7 @@ Groups (each pair compared --repeat times; median and maximum wall time per comp
   different   constants or polynomials that differ ("3.14" vs "\\pi", "x^2+1" vs "(x+1)^2")   mpmath
   symbolic    equal expressions ("(x+1)^2" vs "x^2+2x+1")           mpmath + SymPy proof in the worker
   hostile     refused by the parser's bounds (10^{10^{10}}, 500-deep nesting, 10k characters)
-  text        find_equivalent over an answer text of 60 numbers and 20 math spans
+  text        find_equivalent over an answer text of 60 numbers and 20 math spans (64 candidates compared)
 
 Also: the SymPy worker's start (once per process), and with --timeout-check the time
 one comparison takes when SymPy's proof is cut by a 0.001 s timeout (kill and the numeric
