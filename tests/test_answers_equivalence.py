@@ -8,6 +8,8 @@ pass by the wrong route. SymPy runs for real in its worker process.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from pathlib import Path
@@ -196,3 +198,11 @@ def test_without_a_working_sympy_the_verdict_is_numeric(monkeypatch: pytest.Monk
     verdict = equivalent("(x+1)^2", "x^2+2x+1")
     assert (verdict.outcome, verdict.how) == (EQ, "numeric")
     assert worker.unavailable and worker._process is None
+
+
+def test_sympy_is_imported_only_in_the_worker() -> None:
+    probe = ("import sys; from sharedtask.answers import equivalent; before = sorted({'sympy', 'mpmath'} & set(sys.modules)); "
+             "verdict = equivalent('(x+1)^2', 'x^2+2x+1'); "
+             "print(before, verdict.how, 'sympy' in sys.modules, 'mpmath' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "symbolic", "False", "True"]
