@@ -12,9 +12,7 @@ dense / BM25 and hybrid / BM25; then whether the dense run's bytes are the same 
 
 Without ``--full`` only the encoder's throughput is measured, on the first ``--sample``
 arguments of debatepedia.json (in the image, no network, ``--cpus`` cores), with the
-whole-corpus embedding time it implies, and BM25's whole run for comparison: the full
-dense runs take hours with WordLlama 0.4.0 (its average pooling over padded batches
-dominates), see the README's Benchmarks section.
+whole-corpus embedding time it implies, and BM25's whole run for comparison.
 """
 
 from __future__ import annotations
@@ -102,7 +100,7 @@ def main() -> int:
     p.add_argument("--cpus", type=float, default=2.0)
     p.add_argument("--memory", default=None, help="memory limit (default: the task's sandbox limit)")
     p.add_argument("--sample", type=int, default=1000, help="arguments embedded for the throughput figure")
-    p.add_argument("--full", action="store_true", help="also the whole dense and hybrid runs (hours)")
+    p.add_argument("--full", action="store_true", help="also the whole dense and hybrid runs, and the dense run again")
     args = p.parse_args()
     image = images()
     data = ensure_corpus("argsme", args.argsme, 0)

@@ -162,3 +162,42 @@ def test_baseline_runs_validates_beats_random_and_is_reproducible(
     ours = _primary(task, runs[0], truth, input_dir)
     chance = _primary(task, random_run, truth, input_dir)
     assert ours > chance, f"{case.id}: baseline {ours:.4f} <= random {chance:.4f}"
+
+
+_POOLING_CHECK = r"""
+import json, sys
+import numpy as np
+from dense_baseline import encode
+texts = json.loads(open("/check/texts.json", encoding="utf-8").read())
+model = encode.load()
+ours = encode.embed(model, texts)
+theirs = np.asarray(model.embed(texts, norm=True, batch_size=4), dtype=np.float32)  # padded pooling, small batches
+theirs[~np.isfinite(theirs).all(axis=1)] = 0.0
+print(json.dumps({"shape": list(ours.shape), "maxdiff": float(np.abs(ours - theirs).max()),
+                  "norms": [float(x) for x in np.linalg.norm(ours, axis=1)]}))
+"""
+
+
+def test_dense_pooling_equals_wordllamas_own_embedding(baseline_images: dict[str, str], docker_client,
+                                                       tmp_path: Path) -> None:
+    """The baseline pools token vectors without padding (encode.embed); WordLlama pads each
+    batch. Both must give the same unit vectors, to float32 rounding, across batch and
+    chunk boundaries: texts of very different lengths, an empty text, non-ASCII text, and
+    one text longer than a gather chunk (CHUNK_TOKENS = 65,536 tokens)."""
+    import json
+
+    texts = ["", "a prime number", "Is the square root of 2 irrational?", "Überprüfung: ∑ x² ≥ 0 — ja."]
+    texts += [" ".join(f"word{i} argument{i % 7}" for i in range(n)) for n in (5, 50, 500)]
+    texts += ["the quick brown fox " * 20_000]  # about 80,000 tokens: spans two gather chunks
+    texts += [f"topic {i}: should school uniforms be required" for i in range(130)]  # > one WordLlama batch
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    tmp_path.chmod(0o755)
+    (tmp_path / "texts.json").chmod(0o644)
+    output = docker_client.containers.run(
+        baseline_images["dense"], ["python", "-c", _POOLING_CHECK], network_mode="none", remove=True,
+        volumes={str(tmp_path): {"bind": "/check", "mode": "ro"}}, stdout=True, stderr=False)
+    report = json.loads(output.decode().strip().splitlines()[-1])
+    assert report["shape"] == [len(texts), 256]
+    assert report["maxdiff"] < 1e-3, report["maxdiff"]
+    assert report["norms"][0] == 0.0  # the empty text is the zero vector
+    assert all(abs(n - 1.0) < 1e-5 for n in report["norms"][1:])

@@ -89,3 +89,23 @@ def test_without_an_exam_file_exam_is_skipped_with_a_note(tmp_path: Path) -> Non
     run.write_text("A.1\t1\t1.0\tt\tsrc\tA geometric progression.\n", encoding="utf-8")
     result = evaluate(run, "arqmath-3-task3", truth_dir=truth)
     assert "exam" not in result.scores and any("EXAM and n-EXAM not computed" in n for n in result.notes)
+
+
+def test_exam_through_the_http_grader_gives_the_offline_values(tmp_path: Path) -> None:
+    """The same tiny truth graded by a model behind a REAL loopback server (tests/llm_server.py,
+    no mock): it replies with the answer's one line, which states the key exactly when the
+    answer does, so the values are those worked out by hand above."""
+    from llm_server import ChatServer
+    from sharedtask.answers.llm import HttpGrader, HttpGraderConfig
+
+    truth = _truth(tmp_path)
+    run = tmp_path / "run.tsv"
+    run.write_text("A.1\t1\t1.0\tt\tsrc\tA geometric progression.\n"
+                   "A.2\t1\t1.0\tt\tsrc\tIt equals 0.5.\n"
+                   "A.3\t1\t1.0\tt\tsrc\tBy the lemma.\n", encoding="utf-8")
+    with ChatServer() as server:
+        grader = HttpGrader(HttpGraderConfig(base_url=server.url(), model="m", cache_dir=tmp_path / "cache"))
+        result = evaluate(run, "arqmath-3-task3", truth_dir=truth, per_topic=True, grader=grader)
+    assert result.per_topic["exam"] == pytest.approx({"A.1": 0.5, "A.2": 1.0, "A.3": 1.0})
+    assert result.per_topic["n_exam"] == pytest.approx({"A.1": 0.5, "A.2": 1.0})
+    assert grader.sent > 0

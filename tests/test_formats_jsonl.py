@@ -1,4 +1,4 @@
-"""The semantic-search family's JSON Lines readers: statements corpus and queries.
+"""The JSON Lines readers: statements corpus, queries (semantic search) and exam questions (EXAM).
 Every malformed line gives a one-line FormatError naming file, line (and column for JSON)."""
 
 from __future__ import annotations
@@ -53,3 +53,33 @@ def test_repeated_query_id(tmp_path: Path) -> None:
     path.write_text('{"id": "1", "query": "a"}\n{"id": "1", "query": "b"}\n', encoding="utf-8")
     with pytest.raises(FormatError, match=r"queries.jsonl:2: query id '1' appears twice"):
         read_queries(path)
+
+
+def test_exam_questions_with_and_without_choices(tmp_path: Path) -> None:
+    from sharedtask.formats import read_exam
+
+    path = tmp_path / "exam.jsonl"
+    path.write_text('{"topic": "A.1", "id": "q1", "question": "?", "answer": "2"}\n'
+                    '{"topic": "A.1", "id": "q2", "question": "?", "answer": "b", "choices": ["a", "b"]}\n',
+                    encoding="utf-8")
+    free, choice = read_exam(path)
+    assert free.choices == () and choice.choices == ("a", "b") and choice.answer == "b"
+
+
+@pytest.mark.parametrize(("choices", "what"), [
+    ('["a"]', "must be a list of 2 to 26 distinct non-empty strings"),
+    ('["a", "a", "b"]', "must be a list of 2 to 26 distinct non-empty strings"),
+    ('"a, b"', "must be a list of 2 to 26 distinct non-empty strings"),
+    ('["a", ""]', "must be a list of 2 to 26 distinct non-empty strings"),
+    ('["a", "c"]', "the answer key 'b' is not one of the choices"),
+])
+def test_bad_exam_choices_are_located(tmp_path: Path, choices: str, what: str) -> None:
+    from sharedtask.formats import read_exam
+
+    path = tmp_path / "exam.jsonl"
+    path.write_text('{"topic": "A.1", "id": "q1", "question": "?", "answer": "2"}\n'
+                    f'{{"topic": "A.1", "id": "q2", "question": "?", "answer": "b", "choices": {choices}}}\n',
+                    encoding="utf-8")
+    with pytest.raises(FormatError) as info:
+        read_exam(path)
+    assert "exam.jsonl:2" in str(info.value) and what in str(info.value)

@@ -21,8 +21,9 @@ from importlib import import_module
 from typing import Any, Callable
 
 #: What a measure scores. ``prime``: the ARQMath prime run (Tasks 1 and 2); ``task3``: one
-#: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché).
-INPUTS = ("prime", "task3", "trec-run", "programs")
+#: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché);
+#: ``exam-passages``: a ranking run's top-k passages with their text and exam questions.
+INPUTS = ("prime", "task3", "trec-run", "programs", "exam-passages")
 
 #: Which input each task family provides.
 FAMILY_INPUT: dict[str, str] = {
@@ -33,6 +34,9 @@ FAMILY_INPUT: dict[str, str] = {
     "semantic-search": "trec-run",
     "mathqa": "programs",
 }
+
+#: Further inputs a family provides besides its own (EXAM on Task 1 runs: the corpus gives the text).
+EXTRA_INPUTS: dict[str, tuple[str, ...]] = {"arqmath-task1": ("exam-passages",)}
 
 #: How topics are averaged, by name (printed with every result).
 AVERAGING: dict[str, str] = {
@@ -45,6 +49,8 @@ AVERAGING: dict[str, str] = {
                               "judged answer; unanswered topics and unjudged answers drop out"),
     "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
     "exam": "mean over the topics with exam questions; a topic the run does not answer scores 0 (macro average)",
+    "exam-qrels": ("trec_eval 9.0.8 without -c on the prime run against the EXAM qrels: mean over the topics with "
+                   "exam questions that have a graded passage in the run"),
     "n-exam": "mean over the topics with exam questions whose best known relevant answer answers at least one",
     "mathqa-published": ("the MathQA suite's notebook: mean over the problems not on its broken list; an unanswered "
                          "or unevaluable program counts 0"),
@@ -104,8 +110,8 @@ def get(measure_id: str) -> Measure:
 
 def for_family(family: str) -> list[str]:
     """The measure ids a task of ``family`` can name."""
-    wanted = FAMILY_INPUT.get(family)
-    return sorted(m.id for m in REGISTRY.values() if m.input == wanted)
+    wanted = (FAMILY_INPUT.get(family), *EXTRA_INPUTS.get(family, ()))
+    return sorted(m.id for m in REGISTRY.values() if m.input in wanted)
 
 
 _ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_2021.py + trec_eval 9.0.8 "
@@ -148,6 +154,15 @@ register(Measure("exam", "task3", "exam", _EXAM, "EXAM: the share of the topic's
                  compute="sharedtask.evaluate.exam:exam"))
 register(Measure("n_exam", "task3", "n-exam", _EXAM, "n-EXAM: EXAM over the EXAM of the best known relevant answer "
                  "(the gold text)", compute="sharedtask.evaluate.exam:n_exam"))
+
+_EXAM_RUBRIC = ("EXAM Cover and EXAM qrels: rubric-grading-workbench (Farzi and Dietz, ICTIR 2024), exam_cover and "
+                "exam_to_qrels; top 20 passages; grader as for EXAM (sharedtask.evaluate.exam_cover)")
+register(Measure("exam_cover", "exam-passages", "exam", _EXAM_RUBRIC,
+                 "EXAM Cover: the share of the topic's exam questions answered by any of the run's top 20 passages",
+                 compute="sharedtask.evaluate.exam_cover:exam_cover"))
+register(Measure("ndcg_exam_qrels", "exam-passages", "exam-qrels", _EXAM_RUBRIC,
+                 "nDCG′ on EXAM qrels: each graded passage (the run's top 20 and the official pool) judged by the "
+                 "number of exam questions it answers", compute="sharedtask.evaluate.exam_cover:ndcg_exam_qrels"))
 
 # --- Touché Task 1 -------------------------------------------------------------------------
 register(Measure("ndcg5_official", "trec-run", "touche-official", _TOUCHE,

@@ -1,5 +1,8 @@
 """Graders for EXAM (the EXam Answerability Metric, Sander and Dietz, DESIRES 2021): does
-a text answer an exam question? A grader is anything with ``grade(question, text) -> bool``.
+a text answer an exam question? A grader is anything with ``grade(question, text) -> bool``
+(:class:`Grader`); one that can grade many pairs at once (an HTTP model, concurrently) also
+has ``grade_many``, and :func:`grade_all` uses it when it is there.
+:class:`sharedtask.answers.llm.HttpGrader` asks any OpenAI-compatible endpoint.
 
 :class:`OfflineGrader` needs no model and no network: a question counts as answered when
 the text states its answer key, found in this order:
@@ -21,6 +24,7 @@ the text states its answer key, found in this order:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol
 
 from sharedtask.answers.equivalence import find_equivalent
@@ -34,6 +38,14 @@ _NUMERIC_KEY = re.compile(r"(?:[-0-9.,:/√π()\s]|sqrt|pi)+")  # 0.5, 1,000, 3 
 
 class Grader(Protocol):
     def grade(self, question: ExamQuestion, text: str) -> bool: ...
+
+
+def grade_all(grader: Grader, pairs: Sequence[tuple[ExamQuestion, str]]) -> list[bool]:
+    """Grade (question, text) pairs in order; in one batch when the grader can (``grade_many``)."""
+    many = getattr(grader, "grade_many", None)
+    if many is not None:
+        return list(many(pairs))
+    return [grader.grade(question, text) for question, text in pairs]
 
 
 def _normalised(text: str, lower: bool) -> str:

@@ -144,6 +144,9 @@ def _run(args: argparse.Namespace) -> int:
         def on_task(outcome) -> None:
             outcomes.append(outcome)
             progress.console.print(_task_table(outcome))
+            agreement = outcome.leaderboard.agreement_table() if outcome.leaderboard is not None else None
+            if agreement is not None:
+                progress.console.print(agreement)
 
         executor = executor_for(args.broker, parallel=args.parallel, queue=args.queue)
         image_source = _image_source(args) if args.broker else None

@@ -2,7 +2,7 @@
 
     sharedtask evaluate RUN... --task ID [--qrels FILE] [--truth DIR] [--input DATASET_DIR]
                         [--per-topic] [--json | --prototext | --csv] [--measures KEY ...]
-                        [--significance {ttest,permutation}]
+                        [--significance {ttest,permutation}] [--grader FILE]
     sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output-dir DIR]
 """
 
@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--answer-map", type=Path, metavar="FILE",
                    help="ARQMath-3 Task 3: the organizers' map (run name, topic, answer id; the run name is the "
                         "run file's name without extension); without it answers are matched by their text")
+    p.add_argument("--grader", type=Path, metavar="FILE",
+                   help="EXAM: who answers the exam questions, a YAML file (grader: http, base_url, model, "
+                        "api_key_env, ...; docs/evaluation.md); default the offline answer-key grader")
     p.add_argument("--measures", nargs="+", metavar="KEY", help="only these measures (keys or ids)")
     p.add_argument("--per-topic", action="store_true", help="also show per-topic values")
     out = p.add_mutually_exclusive_group()
@@ -84,13 +87,18 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("no run given", hint="sharedtask evaluate RUN... --task ID --qrels FILE")
     per_topic = args.per_topic or bool(args.significance)
     truth, note = _official_truth(task.id, args)
+    grader = None
+    if args.grader is not None:
+        from sharedtask.answers.llm import load_grader
+
+        grader = load_grader(args.grader)
     results = {}
     for path in args.runs:
         name = _unique(path, results)
         try:
             results[name] = evaluate(path, task, qrels=args.qrels, truth_dir=truth, input_dir=args.input_dir,
                                      measures=args.measures, per_topic=per_topic, run_name=name,
-                                     answer_map=args.answer_map)
+                                     answer_map=args.answer_map, grader=grader)
         except SharedTaskError as exc:
             if note is None or "no topic of the" not in exc.message:
                 raise
@@ -120,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(board.to_csv())
     else:
         console.print(board.table())
+        agreement = board.agreement_table()
+        if agreement is not None:
+            console.print(agreement)
         if board.test and board.pairs:
             console.print(_pairs_table(board))
         for name, result in results.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sharedtask import formats
 from sharedtask.errors import SharedTaskError
@@ -17,6 +18,9 @@ from sharedtask.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
+
+if TYPE_CHECKING:
+    from sharedtask.answers.exam import Grader
 
 Qrels = dict[str, dict[str, int]]
 
@@ -95,11 +99,14 @@ def evaluate(
     per_topic: bool = False,
     run_name: str | None = None,
     answer_map: Path | None = None,
+    grader: Grader | None = None,
 ) -> EvaluationResult:
     """Score ``run_path`` for ``task`` (a task id or a loaded Task) with its official measures.
 
     ``answer_map`` (ARQMath-3 Task 3): the organizers' map file ``run_name, topic, answer id``
     that ties each answer to its assessment; without it answers are matched by their text.
+    ``grader``: who answers the EXAM questions (``sharedtask.answers.exam.Grader``; default
+    the offline answer-key grader).
     """
     task = _load_task(task)
     run_path = Path(run_path)
@@ -126,11 +133,11 @@ def evaluate(
     readers.check_run_layout(run_path, task.output.format, task.id)
     result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
     if task.family == "arqmath-task3":
-        _arqmath_task3(task, run_path, specs, source, answer_map, result)
+        _arqmath_task3(task, run_path, specs, source, answer_map, result, grader)
     elif registry.FAMILY_INPUT.get(task.family) == "trec-run":
         _trec_run(task, run_path, specs, source, result)
     else:
-        _arqmath_prime(task, run_path, specs, source, input_dir, result)
+        _arqmath_prime(task, run_path, specs, source, input_dir, result, grader)
     if not per_topic:
         result.per_topic = {}
     return result
@@ -168,8 +175,10 @@ def _order_notes(result: EvaluationResult, order: dict[str, list[tuple[int, floa
 # --- ARQMath Tasks 1 and 2 ----------------------------------------------------------------
 
 def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
-                   result: EvaluationResult) -> None:
+                   result: EvaluationResult, grader: Grader | None = None) -> None:
     qrels = source.get("relevance")
+    exam_specs = [s for s in specs if registry.get(s.id).input == "exam-passages"]
+    specs = [s for s in specs if s not in exam_specs]
     if task.family == "arqmath-task1":
         prime = arqmath.prime_task1(run_path, qrels)
         unit = "post"
@@ -203,6 +212,45 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
     _order_notes(result, prime.order, "id")
     for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
         _store(result, spec, values)
+    if exam_specs:
+        _exam_passages(task, run_path, exam_specs, source, input_dir, qrels, result, grader)
+
+
+def _exam_questions(task, source: _Qrels) -> dict[str, list] | None:
+    """topic -> its exam questions (the truth's exam.jsonl), None when the truth has none."""
+    path = _truth_path(task, source.truth_dir, "exam")
+    if path is None:
+        return None
+    exam: dict[str, list] = {}
+    for question in formats.read_exam(path):
+        exam.setdefault(question.topic, []).append(question)
+    return exam
+
+
+def _exam_passages(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None, qrels: Qrels,
+                   result: EvaluationResult, grader: Grader | None) -> None:
+    """EXAM Cover and EXAM qrels (sharedtask.evaluate.exam_cover): the run's top 20 passages,
+    their text from the dataset's Posts.xml, graded against the truth's exam questions."""
+    from sharedtask.evaluate import exam_cover
+
+    names = ", ".join(s.key for s in specs)
+    exam = _exam_questions(task, source)
+    posts_spec = task.input.file("posts")
+    posts = Path(input_dir) / posts_spec.path if input_dir is not None and posts_spec is not None else None
+    if exam is None:
+        result.notes.append(f"{names} not computed: the truth folder has no exam questions (exam.jsonl)")
+        return
+    if posts is None or not posts.is_file():
+        result.notes.append(f"{names} not computed: the passages' text comes from the corpus; give --input "
+                            "DATASET_DIR (with Posts.xml)")
+        return
+    pool = {topic: set(qrels.get(topic, {})) for topic in exam}
+    inp = exam_cover.load(run_path, exam, posts, pool, grader)
+    missing = sum(1 for t in exam for d in inp.ranked.get(t, []) if d not in inp.texts)
+    if missing:
+        result.notes.append(f"EXAM: {missing} ranked post(s) are not answers of the corpus and answer no question")
+    for spec in specs:
+        _store(result, spec, registry.get(spec.id).procedure()(inp))
 
 
 def _trec_eval(qrels: Qrels, run: dict[str, dict[str, float]], specs) -> list[dict[str, float]]:
@@ -246,7 +294,7 @@ def _known_answers(path: Path) -> dict[str, dict[str, str]]:
 
 
 def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path | None,
-                   result: EvaluationResult) -> None:
+                   result: EvaluationResult, grader: Grader | None = None) -> None:
     qrels = source.get("relevance")
     run = task3.read_task3_run(run_path)
     if not set(run.answers) & set(qrels):
@@ -257,7 +305,8 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
                               "to their assessments and to compute Lexical Overlap",
                               hint="give --truth DIR (and --answer-map FILE for the organizers' map)")
     inp = task3.Task3Input(run=run, qrels=qrels, known=_known_answers(answers_path) if answers_path else {},
-                           threshold=task.truth.relevant_threshold, max_chars=task.output.max_answer_chars or 1200)
+                           threshold=task.truth.relevant_threshold, max_chars=task.output.max_answer_chars or 1200,
+                           grader=grader)
     mapping = task3.read_answer_map(answer_map, run_path.stem) if answer_map is not None else None
     task3.judge(inp, mapping)
     how = "through the answer map (official)" if mapping is not None else "by their text among the known answers"
@@ -267,10 +316,9 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         shown = "; ".join(f"{t}: {', '.join(ids)}" for t, ids in sorted(inp.ambiguous.items())[:5])
         result.notes.append(f"{len(inp.ambiguous)} answer(s) have the text of several known answers with different "
                             f"grades and are left unjudged ({shown}); give the organizers' map (--answer-map)")
-    exam_path = _truth_path(task, source.truth_dir, "exam")
-    if exam_path is not None:
-        for question in formats.read_exam(exam_path):
-            inp.exam.setdefault(question.topic, []).append(question)
+    exam = _exam_questions(task, source)
+    if exam is not None:
+        inp.exam = exam
     elif any(s.qrels_role == "exam" for s in specs):
         result.notes.append("EXAM and n-EXAM not computed: the truth folder has no exam questions (exam.jsonl)")
         specs = [s for s in specs if s.qrels_role != "exam"]

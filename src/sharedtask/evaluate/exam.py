@@ -12,30 +12,37 @@ needed, which is what ARQMath-3 Task 3's generated answers lacked.
 
 from __future__ import annotations
 
-from sharedtask.answers.exam import Grader, OfflineGrader
+from sharedtask.answers.exam import Grader, OfflineGrader, grade_all
 from sharedtask.evaluate.task3 import Task3Input
 
 
-def _score(inp: Task3Input, topic: str, text: str, grader: Grader) -> float:
-    questions = inp.exam[topic]
-    return sum(grader.grade(q, text) for q in questions) / len(questions)
+def _scores(inp: Task3Input, texts: list[tuple[str, str]], grader: Grader) -> list[float]:
+    """EXAM of each (topic, text): the share of the topic's questions the text answers, graded in one batch."""
+    pairs = [(q, text) for topic, text in texts for q in inp.exam[topic]]
+    verdicts = iter(grade_all(grader, pairs))
+    return [sum(next(verdicts) for _ in inp.exam[topic]) / len(inp.exam[topic]) for topic, _ in texts]
+
+
+def _grader(inp: Task3Input, grader: Grader | None) -> Grader:
+    return grader or inp.grader or OfflineGrader()
 
 
 def exam(inp: Task3Input, grader: Grader | None = None) -> dict[str, float]:
     """EXAM per topic with questions."""
-    grader = grader or OfflineGrader()
-    return {topic: _score(inp, topic, inp.run.answers[topic], grader) if topic in inp.run.answers else 0.0
-            for topic in sorted(inp.exam)}
+    answered = [(topic, inp.run.answers[topic]) for topic in sorted(inp.exam) if topic in inp.run.answers]
+    scores = dict(zip((t for t, _ in answered), _scores(inp, answered, _grader(inp, grader))))
+    return {topic: scores.get(topic, 0.0) for topic in sorted(inp.exam)}
 
 
 def gold_exam(inp: Task3Input, grader: Grader | None = None) -> dict[str, float]:
     """The best EXAM of a topic's known relevant answers (grade 2 or 3), per topic with questions."""
-    grader = grader or OfflineGrader()
-    out: dict[str, float] = {}
-    for topic in inp.exam:
+    texts = []
+    for topic in sorted(inp.exam):
         judgments = inp.qrels.get(topic, {})
-        texts = [t for aid, t in inp.known.get(topic, {}).items() if 1 < judgments.get(aid, 0) < 4]
-        out[topic] = max((_score(inp, topic, t, grader) for t in texts), default=0.0)
+        texts.extend((topic, t) for aid, t in inp.known.get(topic, {}).items() if 1 < judgments.get(aid, 0) < 4)
+    out = {topic: 0.0 for topic in inp.exam}
+    for (topic, _), score in zip(texts, _scores(inp, texts, _grader(inp, grader))):
+        out[topic] = max(out[topic], score)
     return out
 
 

@@ -11,6 +11,11 @@ Next to that, every pair of runs is tested on every measure (``pairs``), and the
 of each measure's pairs are adjusted for multiple comparisons, Holm–Bonferroni by default
 (:mod:`sharedtask.evaluate.multiple`): a pair whose adjusted p is below alpha is a
 difference that survives correction.
+
+Every measure the task does not call official (EXAM, EXAM Cover, EXAM qrels, our variants)
+is set against the official primary measure: Kendall's tau-b between the two rankings of
+the same runs (``scipy.stats.kendalltau``, variant ``b``, which corrects for ties), as
+EXAM's authors validate it (Sander and Dietz 2021; Farzi and Dietz 2024).
 """
 
 from __future__ import annotations
@@ -96,6 +101,49 @@ class PairTest:
                 "p": self.p, "p_adjusted": self.p_adjusted, "topics": self.topics}
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """Kendall's tau-b between the runs' order by one measure and by the official primary one."""
+
+    measure: str
+    against: str
+    tau: float | None  # None: fewer than two runs; NaN: one of the two orders is all ties
+    p: float | None
+    runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(v: float | None) -> float | None:
+            return None if v is None or math.isnan(v) else v
+
+        return {"measure": self.measure, "against": self.against, "kendall_tau_b": clean(self.tau),
+                "p": clean(self.p), "runs": self.runs}
+
+    def describe(self) -> str:
+        if self.tau is None:
+            return f"fewer than two runs with both {self.measure} and {self.against}"
+        if math.isnan(self.tau):
+            return "undefined (all runs tie)"
+        return f"{self.tau:+.3f} (p = {self.p:.3g}, {self.runs} runs)"
+
+
+def kendall(values: dict[str, float | None], official: dict[str, float | None], measure: str,
+            against: str) -> Agreement:
+    """Tau-b over the runs with a finite value of both measures; values equal to 12 decimals tie
+    (a mean summed in another order differs in its last bits, which is no difference)."""
+    mine = {r: round(v, 12) for r, v in values.items() if v is not None and math.isfinite(v)}
+    theirs = {r: round(v, 12) for r, v in official.items() if v is not None and math.isfinite(v)}
+    runs = sorted(set(mine) & set(theirs))
+    if len(runs) < 2:
+        return Agreement(measure, against, None, None, len(runs))
+    x, y = [mine[r] for r in runs], [theirs[r] for r in runs]
+    if len(set(x)) == 1 or len(set(y)) == 1:  # scipy warns and returns NaN: say so directly
+        return Agreement(measure, against, math.nan, math.nan, len(runs))
+    from scipy import stats
+
+    res = stats.kendalltau(x, y, variant="b")
+    return Agreement(measure, against, float(res.statistic), float(res.pvalue), len(runs))
+
+
 @dataclass
 class Leaderboard:
     task: str
@@ -108,6 +156,7 @@ class Leaderboard:
     p_values: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)  # run -> key -> (p, pairs)
     correction: str = "holm"
     pairs: list[PairTest] = field(default_factory=list)  # all pairs of runs, every measure
+    agreement: list[Agreement] = field(default_factory=list)  # each non-official measure against the primary
 
     def survives(self, pair: PairTest) -> bool:
         """The difference is significant after the correction for all pairs of its measure."""
@@ -139,6 +188,7 @@ class Leaderboard:
                 "all_pairs": {"correction": self.correction, "family": "all pairs of runs of one measure",
                               "tests": [dict(p.to_json(), survives=self.survives(p)) for p in self.pairs]}},
             "ranking": "standard competition ranking: equal primary scores share a rank (1, 1, 3)",
+            "agreement": [a.to_json() for a in self.agreement],
             "runs": [
                 {
                     "rank": rank,
@@ -189,6 +239,22 @@ class Leaderboard:
             table.add_row("" if rank is None else str(rank), run, *cells)
         return table
 
+    def agreement_table(self) -> Table | None:
+        """Kendall's tau-b of each non-official measure against the official primary one."""
+        if not self.agreement:
+            return None
+        from rich.table import Table
+
+        table = Table(title=f"agreement with {self._label(self.primary)} (official): Kendall's tau-b",
+                      title_justify="left")
+        for name in ("measure", "tau-b", "p", "runs"):
+            table.add_column(name, justify="left" if name == "measure" else "right")
+        for a in self.agreement:
+            defined = a.tau is not None and not math.isnan(a.tau)
+            table.add_row(self._label(a.measure), f"{a.tau:+.3f}" if defined else a.describe(),
+                          f"{a.p:.3g}" if defined else "", str(a.runs))
+        return table
+
     def _label(self, key: str) -> str:
         return next((m.label for m in self.measures if m.key == key), key)
 
@@ -228,6 +294,11 @@ def leaderboard(results: dict[str, EvaluationResult], task=None, *, test: str | 
                         correction=correction)
     for key in keys:
         board.best[key] = max(rows, key=lambda item: _sort_value(item[1].get(key)))[0]
+    if first.measure(primary).official:
+        scores = dict(rows)
+        board.agreement = [kendall({r: s.get(m.key) for r, s in scores.items()},
+                                   {r: s.get(primary) for r, s in scores.items()}, m.key, primary)
+                           for m in measures if not m.official]
     if test:
         for name, res in results.items():
             for key in keys:

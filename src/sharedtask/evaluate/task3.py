@@ -22,6 +22,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.evaluate import readers
@@ -87,6 +88,7 @@ class Task3Input:
     unjudged: set[str] = field(default_factory=set)  # answered topics whose answer has no judgment
     ambiguous: dict[str, list[str]] = field(default_factory=dict)  # topic -> colliding answer ids
     exam: dict[str, list] = field(default_factory=dict)  # topic -> its exam questions (exam.jsonl), for EXAM
+    grader: Any = None  # the EXAM grader (sharedtask.answers.exam.Grader); None: the offline one
 
 
 def _collapse(text: str) -> str:

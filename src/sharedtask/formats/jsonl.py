@@ -98,16 +98,33 @@ class ExamQuestion(NamedTuple):
     id: str
     question: str
     answer: str  # the answer key a text must state
+    choices: tuple[str, ...] = ()  # multiple choice (the original EXAM's form): the key is one of them
+
+
+def _choices(path: PathLike, obj: dict, lineno: int, answer: str) -> tuple[str, ...]:
+    """The optional ``choices``: a list of distinct non-empty strings that holds the answer key."""
+    value = obj.get("choices")
+    if value is None:
+        return ()
+    if (not isinstance(value, list) or len(value) < 2 or len(value) > 26
+            or not all(isinstance(c, str) and c.strip() for c in value) or len(set(value)) != len(value)):
+        raise FormatError(path, "field 'choices' must be a list of 2 to 26 distinct non-empty strings", line=lineno,
+                          hint='e.g. "choices": ["0.5", "2", "4"], or leave the field out')
+    if answer not in value:
+        raise FormatError(path, f"the answer key {answer!r} is not one of the choices", line=lineno,
+                          hint="the answer must be written exactly as one of the choices")
+    return tuple(value)
 
 
 def read_exam(path: PathLike) -> list[ExamQuestion]:
     """An exam-question file (``exam-jsonl``): ``{"topic", "id", "question", "answer"}`` per
-    line (EXAM, Sander and Dietz, DESIRES 2021: held-out questions per query with an answer
-    key); ids unique."""
+    line, optionally ``"choices"`` (EXAM, Sander and Dietz, DESIRES 2021: held-out questions
+    per query with an answer key); ids unique."""
     out: list[ExamQuestion] = []
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"topic": ..., "id": ..., "question": ..., "answer": ...}'):
         qid = unique_id(path, obj, lineno, seen, "question")
+        answer = text_field(path, obj, "answer", lineno)
         out.append(ExamQuestion(text_field(path, obj, "topic", lineno), qid, text_field(path, obj, "question", lineno),
-                                text_field(path, obj, "answer", lineno)))
+                                answer, _choices(path, obj, lineno, answer)))
     return out

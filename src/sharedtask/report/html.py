@@ -23,6 +23,7 @@ from sharedtask.findings import Severity
 from sharedtask.findings_output import group_findings
 from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
+from sharedtask.report.agreement import agreement_table
 from sharedtask.report.pairs import pairs_table
 from sharedtask.report.reproduction import reproduction_part
 from sharedtask.untrusted import printable
@@ -390,12 +391,14 @@ def _section(section: TaskSection) -> str:
     meta = (f"<code>{e(task.id)}</code> · {e(task.edition)} ({e(task.year)}) · run format "
             f"<code>{e(task.output.format)}</code> · ranked by <strong>{e(task.primary_measure.label)}</strong>")
     pairs = pairs_table(section.board)
+    agreement = agreement_table(section.board)
     if not section.runs:
         body = '<p class="empty">No runs for this task.</p>'
     else:
         body = (f"{_cards(section)}<h3>Leaderboard</h3>{_leaderboard(section, columns, note_ids)}{notes}"
                 f'<dl class="measures">{measures}</dl>'
                 + (f"<h3>Significance</h3>{pairs}" if pairs else "")
+                + (f"<h3>Agreement with the official measure</h3>{agreement}" if agreement else "")
                 + f"<h3>Per-topic scores</h3>{_charts(section, columns)}"
                 f"{reproduction_part(section)}"
                 f"<h3>Validation findings</h3>{_findings(section)}"

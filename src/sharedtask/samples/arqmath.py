@@ -311,6 +311,7 @@ def arqmath_sample(task: int) -> dict[str, str]:
             for a in judge.sample([a for a in answers if a.theme is not None and a.theme.number is None], 4):
                 qrels.append((f"A.{theme.number}", a.id, 0))
         files["truth/qrels.tsv"] = _arqmath_qrels(sorted(qrels, key=_topic_sort_key))
+        files["truth/exam.jsonl"] = _exam_questions(math_topics())  # EXAM Cover and EXAM qrels
     elif task == 2:
         # docs/formats.md: Task 2 qrels judge visual ids; graded by the formula family of the topic.
         for theme in math_topics():

@@ -1,0 +1,129 @@
+"""EXAM on ranking runs (ARQMath Task 1): EXAM Cover and EXAM qrels, after the
+rubric-grading-workbench (Farzi and Dietz, "Pencils Down! Automatic Rubric-based Evaluation
+of Retrieve/Generate Systems", ICTIR 2024; the workbench's ``exam_cover`` and
+``exam_to_qrels``).
+
+The passages are the run's top ``K`` answer posts per topic (``K`` = 20, the workbench's
+cut-off), their text read from the task's corpus (``Posts.xml`` of the dataset); each
+(question, passage) pair is graded once by the grader in use (offline by default).
+
+- **EXAM Cover**: a question of a topic is covered when any of the topic's top-K passages
+  answers it; coverage = covered questions / questions; a topic the run does not rank
+  scores 0; the mean is over the topics with questions.
+- **EXAM qrels**: every graded passage becomes a judgment whose grade is the *number* of
+  the topic's questions it answers, as the workbench's ``exam_to_qrels`` writes it ("the
+  judgment level is the number of correctly answerable questions"); 0 when it answers none.
+  The graded pool is the run's top K plus the passages of the official qrels (so unjudged
+  passages of the run get a judgment); ``ndcg_exam_qrels`` is then nDCG′ as the official
+  path computes it (prime run, trec_eval ``ndcg``) on these qrels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sharedtask.answers.exam import Grader, OfflineGrader, grade_all
+from sharedtask.evaluate import arqmath, readers, trec
+from sharedtask.formats.arqmath import Answer, html_to_text, read_posts
+
+Qrels = dict[str, dict[str, int]]
+
+#: The cut-off of EXAM Cover (rubric-grading-workbench: top 20 passages per query).
+K = 20
+
+
+def top_k(path: Path, k: int = K) -> dict[str, list[str]]:
+    """The first ``k`` distinct documents per topic of an ARQMath Task 1 run, in trec_eval's
+    order (score descending, equal scores by document id descending; scores as C floats)."""
+    rows: dict[str, dict[str, float]] = {}
+    with readers.open_text(path) as handle:
+        for lineno, line in enumerate(handle, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) == 5:
+                topic, doc, score = parts[0], parts[1], parts[3]
+            elif len(parts) == 6:
+                topic, doc, score = parts[0], parts[2], parts[4]
+            else:
+                raise readers.wrong_columns(path, lineno, len(parts), "arqmath-task1-run")
+            docs = rows.setdefault(topic, {})
+            if doc not in docs:  # repeated lines: the first counts, as in the prime run
+                docs[doc] = trec.as_float32(readers.parse_score(path, lineno, score))
+    return {t: [d for _, d in sorted(((s, d) for d, s in docs.items()), reverse=True)[:k]]
+            for t, docs in rows.items()}
+
+
+def passages(posts: Path, wanted: set[str]) -> dict[str, str]:
+    """Plain text (formulae as ``$LaTeX$``) of the answer posts in ``wanted``, one pass over the corpus."""
+    out: dict[str, str] = {}
+    for post in read_posts(posts):
+        if isinstance(post, Answer) and post.id in wanted:
+            out[post.id] = html_to_text(post.body)
+    return out
+
+
+@dataclass
+class ExamPassages:
+    """What EXAM Cover and EXAM qrels read: the run's top K, the questions, the passages' grades."""
+
+    run_path: Path
+    ranked: dict[str, list[str]]  # topic -> top-K post ids
+    exam: dict[str, list]  # topic -> its ExamQuestions
+    pool: dict[str, set[str]]  # topic -> further posts to grade for the EXAM qrels (the official qrels)
+    texts: dict[str, str]  # post id -> text
+    grader: Grader = field(default_factory=OfflineGrader)
+    answered: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (topic, post) -> question ids
+
+    def grades(self, pooled: bool = False) -> dict[str, dict[str, set[str]]]:
+        """topic -> post -> the questions it answers, for the top K (and with ``pooled`` the
+        pool). Each (question, passage) pair is graded once, the new ones in one batch (an
+        HTTP grader sends them concurrently); EXAM Cover alone never grades the pool."""
+        wanted = {topic: [d for d in dict.fromkeys([*self.ranked.get(topic, []),
+                                                    *(sorted(self.pool.get(topic, ())) if pooled else [])])
+                          if d in self.texts] for topic in sorted(self.exam)}
+        todo = [(topic, doc, q) for topic, docs in wanted.items() for doc in docs
+                if (topic, doc) not in self.answered for q in self.exam[topic]]
+        verdicts = grade_all(self.grader, [(q, self.texts[doc]) for _, doc, q in todo])
+        for (topic, doc, q), ok in zip(todo, verdicts):
+            found = self.answered.setdefault((topic, doc), set())
+            if ok:
+                found.add(q.id)
+        return {topic: {doc: self.answered[(topic, doc)] for doc in docs} for topic, docs in wanted.items()}
+
+
+def load(run_path: Path, exam: dict[str, list], posts: Path, pool: dict[str, set[str]],
+         grader: Grader | None = None) -> ExamPassages:
+    """Read the run's top K and the text of every passage to grade."""
+    ranked = top_k(run_path)
+    wanted = {d for t in exam for d in ranked.get(t, [])} | {d for t in exam for d in pool.get(t, ())}
+    return ExamPassages(run_path=run_path, ranked=ranked, exam=exam, pool=pool, texts=passages(posts, wanted),
+                        grader=grader or OfflineGrader())
+
+
+def exam_cover(inp: ExamPassages) -> dict[str, float]:
+    """EXAM Cover per topic with questions (module docstring)."""
+    grades = inp.grades()
+    out: dict[str, float] = {}
+    for topic, questions in sorted(inp.exam.items()):
+        covered: set[str] = set()
+        for doc in inp.ranked.get(topic, []):
+            covered |= grades[topic].get(doc, set())
+        out[topic] = len(covered) / len(questions)
+    return out
+
+
+def exam_qrels(inp: ExamPassages) -> Qrels:
+    """The EXAM qrels: every graded passage, grade = questions it answers (module docstring)."""
+    return {topic: {doc: len(ids) for doc, ids in docs.items()} for topic, docs in inp.grades(pooled=True).items()
+            if docs}
+
+
+def ndcg_exam_qrels(inp: ExamPassages) -> dict[str, float]:
+    """nDCG′ (prime run, trec_eval ndcg) on the EXAM qrels, per topic with a graded passage in the run."""
+    qrels = exam_qrels(inp)
+    prime = arqmath.prime_task1(inp.run_path, qrels)
+    values = trec.per_topic(qrels, prime.run, ["ndcg"])
+    return {topic: v["ndcg"] for topic, v in values.items()}
+
