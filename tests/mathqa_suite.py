@@ -4,8 +4,9 @@ The files are not shipped (the suite's repository, ongzexuan/mathqa-evaluation, 
 licence) and never committed. They come from ``SHAREDTASK_MATHQA_SUITE`` (a folder holding
 the suite's ``data/`` files, e.g. a clone's ``data``), or else from a local git copy of the
 repository, ``SHAREDTASK_MATHQA_GIT`` (a git directory; default: the mirror of the
-developers' machines, when it exists), read with ``git show HEAD:data/NAME``. Without
-either the tests that need them are skipped with that reason.
+developers' machines, when it exists), read with ``git show COMMIT:data/NAME`` at the
+commit the dataset registry pins (tasks/datasets/mathqa.yml). Without either the tests
+that need them are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 FILES = ("test.json", "test_broken.txt", "challenge_test.json", "challenge_broken.txt")
 DEFAULT_GIT = "/work/.mirror/ongzexuan+mathqa-evaluation/repo"
+COMMIT = "9842c467da121c3fa2f53ce4d2f18ecf49f164a0"  # the registry's sha256 are of the files at this commit
 REASON = ("the MathQA suite's files are not shipped: set SHAREDTASK_MATHQA_SUITE to a folder holding "
           f"{', '.join(FILES)}, or SHAREDTASK_MATHQA_GIT to a git copy of ongzexuan/mathqa-evaluation")
 
@@ -26,7 +28,9 @@ def available() -> bool:
     folder = os.environ.get("SHAREDTASK_MATHQA_SUITE")
     if folder:
         return all((Path(folder) / name).is_file() for name in FILES)
-    return Path(os.environ.get("SHAREDTASK_MATHQA_GIT", DEFAULT_GIT)).is_dir()
+    git = os.environ.get("SHAREDTASK_MATHQA_GIT", DEFAULT_GIT)
+    return Path(git).is_dir() and subprocess.run(["git", "--git-dir", git, "cat-file", "-e", f"{COMMIT}^{{commit}}"],
+                                                 capture_output=True).returncode == 0
 
 
 def copy_to(dest: Path) -> Path:
@@ -40,7 +44,7 @@ def copy_to(dest: Path) -> Path:
             (dest / name).write_bytes((Path(folder) / name).read_bytes())
         else:
             git = os.environ.get("SHAREDTASK_MATHQA_GIT", DEFAULT_GIT)
-            data = subprocess.run(["git", "--git-dir", git, "show", f"HEAD:data/{name}"], capture_output=True,
+            data = subprocess.run(["git", "--git-dir", git, "show", f"{COMMIT}:data/{name}"], capture_output=True,
                                   check=True).stdout
             (dest / name).write_bytes(data)
     return dest

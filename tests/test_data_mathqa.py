@@ -27,6 +27,7 @@ def test_the_registry_names_the_suite_s_files_by_checksum() -> None:
     assert [(f.target, f.origin, f.source) for f in ds.files] == [
         ("truth/gold.json", "test.json", "import"), ("truth/broken.txt", "test_broken.txt", "import")]
     assert all(f.sha256 and len(f.sha256) == 64 for f in ds.files)
+    assert all(f"@{mathqa_suite.COMMIT[:7]} " in f.description for f in ds.files)  # provenance: the pinned commit
     assert get_dataset("mathqa-challenge/test").judged_topics == 601
 
 
