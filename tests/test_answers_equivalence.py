@@ -80,6 +80,7 @@ SYMBOLIC = [
     ("a tiny number is not zero", "10^{-35}", "0", DIFF, "exact"),
     ("a tiny constant is not zero", r"10^{-35}\pi", "0", DIFF, "numeric"),
     ("sin(pi) is zero despite rounding", r"\sin(\pi)", "0", EQ, "symbolic"),
+    ("a power too large for exact fractions goes to mpmath", "(1.00000001^{1000})^{1000}", "1", DIFF, "numeric"),
     ("division by zero is undefined", "1/0", "1", UNEV, ""),
     ("log of zero is undefined", r"\ln 0", "1", UNEV, ""),
 ]

@@ -32,6 +32,7 @@ MAX_NODES = 200
 MAX_DEPTH = 40
 MAX_EXPONENT = 1000
 MAX_DIGITS = 40  # one numeral
+MAX_EXACT_BITS = 20_000  # an exact power larger than this is left to mpmath: (1.00000001^{1000})^{1000} has 27M bits
 
 Tree = tuple
 
@@ -362,7 +363,8 @@ def fold(tree: Tree, table: Mapping[str, Callable[..., Any]]) -> Any:
 # --------------------------------------------------------------------------- exact values
 
 def exact(tree: Tree) -> Fraction | None:
-    """The exact rational value of a tree of numerals, + - * / and whole powers (None otherwise)."""
+    """The exact rational value of a tree of numerals, + - * / and whole powers (None otherwise,
+    also for a power of more than :data:`MAX_EXACT_BITS` bits)."""
     op = tree[0]
     if op == "num":
         return Fraction(tree[1])
@@ -385,4 +387,6 @@ def exact(tree: Tree) -> Fraction | None:
         return None if b == 0 else a / b
     if b.denominator != 1 or (a == 0 and b < 0):
         return None
-    return a ** int(b)  # |b| <= MAX_EXPONENT and a finite double value: check() bounded this
+    if max(a.numerator.bit_length(), a.denominator.bit_length()) * abs(int(b)) > MAX_EXACT_BITS:
+        return None  # a finite double can still be a fraction of millions of digits
+    return a ** int(b)
