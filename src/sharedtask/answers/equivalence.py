@@ -16,8 +16,8 @@
    five fixed points when they have variables); a difference at any point is DIFFERENT; when
    they agree everywhere, SymPy tries to prove ``simplify(a - b) = 0`` in a worker process
    bounded by ``timeout`` (:mod:`sharedtask.answers.symbolic`): proved is **symbolic**, not
-   proved in time is **numeric** (the same to 30 significant digits, or within 1e-45, at
-   every point).
+   proved in time is **numeric** (the same to 30 significant digits at every point, or a
+   difference that shrinks by 1e30 at 90 digits: rounding noise, as ``\\sin(\\pi)`` - 0).
 
 Everything the parser refuses (:mod:`sharedtask.answers.expressions`: more than 1,000
 characters, 200 parts or 40 levels, an exponent beyond 1,000, a constant beyond a double)
@@ -41,7 +41,8 @@ from sharedtask.answers.options import option_value, symbols_to_numbers
 DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
 DIGITS = 50
 RELATIVE = 30  # equal: the same to 30 significant digits ...
-ABSOLUTE = 45  # ... or within 1e-45 of each other (the rounding noise of 50 digits: sin(pi) vs 0)
+CHECK_DIGITS = 90  # ... or a difference that is rounding noise: it shrinks at 90 digits (sin(pi) vs 0)
+NOISE = 30  # shrinks: by a factor 1e30 or more
 ROUNDED_PLACES = 5  # a decimal with at least this many places stands for what rounds to it
 _POINTS = ("0.5772156649", "1.4142135623", "-0.7071067811", "2.7182818284", "-3.1415926535")
 MIN_POINTS = 3  # an expression with variables must be defined at three of the five points
@@ -108,17 +109,17 @@ def _close(a: float, b: float) -> bool:
 _LOCAL = threading.local()
 
 
-def _context() -> Any:
-    """This thread's mpmath context at 50 digits: our own, so the global mpmath precision is
+def _context(digits: int = DIGITS) -> Any:
+    """This thread's mpmath context at ``digits``: our own, so the global mpmath precision is
     left alone; one per thread, since mpmath's functions raise and restore its precision
     while they work; made once (1.5 ms each)."""
-    ctx = getattr(_LOCAL, "ctx", None)
-    if ctx is None:
+    contexts = _LOCAL.__dict__.setdefault("contexts", {})
+    if digits not in contexts:
         from mpmath import MPContext
 
-        ctx = _LOCAL.ctx = MPContext()
-        ctx.dps = DIGITS
-    return ctx
+        contexts[digits] = MPContext()
+        contexts[digits].dps = digits
+    return contexts[digits]
 
 
 def _mp(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any:
@@ -177,6 +178,15 @@ def _rounded(ctx: Any, a: Tree, b: Tree) -> Verdict | None:
     return None
 
 
+def _noise(a: Tree, b: Tree, env: dict[str, Any], difference: Any) -> bool:
+    """Whether a difference at 50 digits is rounding noise: at 90 digits it shrinks by 1e30 or
+    more (``\\sin(\\pi)`` vs ``0``), where a true difference (``10^{-300}\\pi`` vs ``0``) stays."""
+    fine = _context(CHECK_DIGITS)
+    point = {name: fine.mpf(value) for name, value in env.items()}
+    x, y = _value(fine, a, point), _value(fine, b, point)
+    return x is not None and y is not None and abs(x - y) <= fine.mpf(difference) * fine.mpf(10) ** -NOISE
+
+
 def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
     names = sorted(variables(a) | variables(b))
     used = 0
@@ -186,7 +196,7 @@ def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
             continue
         used += 1
         difference = abs(x - y)
-        if difference > ctx.mpf(10) ** -ABSOLUTE and difference > ctx.mpf(10) ** -RELATIVE * max(abs(x), abs(y)):
+        if difference > ctx.mpf(10) ** -RELATIVE * max(abs(x), abs(y)) and not _noise(a, b, env, difference):
             return Verdict(Outcome.DIFFERENT, "numeric")
     if used == 0 or (names and used < MIN_POINTS):
         return _unevaluable("undefined (division by zero, log of 0, ...)")
