@@ -83,6 +83,8 @@ SYMBOLIC = [
     ("so is sin(2 pi) - sin(pi)", r"\sin(2\pi)", r"\sin(\pi)", EQ, "symbolic"),
     ("a constant of 1e-304 is not twice itself", r"\pi 1701.0001/170!", r"2\pi 1701.0001/170!", DIFF, "numeric"),
     ("a constant of 1e-300 is not zero", r"10^{-300}\pi", "0", DIFF, "numeric"),
+    ("1 more than 1.3e52 is more", r"\exp(120)", r"\exp(120) + 1", DIFF, "numeric"),
+    ("a division by rounding noise is undefined", r"\frac{2}{\sin(\pi)}", r"\frac{2}{\sin(\pi)} + 1", UNEV, ""),
     ("a power too large for exact fractions goes to mpmath", "(1.00000001^{1000})^{1000}", "1", DIFF, "numeric"),
     ("division by zero is undefined", "1/0", "1", UNEV, ""),
     ("log of zero is undefined", r"\ln 0", "1", UNEV, ""),

@@ -16,8 +16,9 @@
    five fixed points when they have variables); a difference at any point is DIFFERENT; when
    they agree everywhere, SymPy tries to prove ``simplify(a - b) = 0`` in a worker process
    bounded by ``timeout`` (:mod:`sharedtask.answers.symbolic`): proved is **symbolic**, not
-   proved in time is **numeric** (the same to 30 significant digits at every point, or a
-   difference that shrinks by 1e30 at 90 digits: rounding noise, as ``\\sin(\\pi)`` - 0).
+   proved in time is **numeric**. Each value is computed at 50 and again at 90 digits: one
+   that shrinks by 1e30 is rounding noise and counts as 0 (``\\sin(\\pi)``), one that grows
+   or changes is undefined there; the 90-digit values must agree to 60 significant digits.
 
 Everything the parser refuses (:mod:`sharedtask.answers.expressions`: more than 1,000
 characters, 200 parts or 40 levels, an exponent beyond 1,000, a constant beyond a double)
@@ -27,6 +28,7 @@ reason. ``log`` is the natural logarithm (SymPy's reading).
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from dataclasses import dataclass
@@ -34,15 +36,15 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
-from sharedtask.answers.expressions import (ARITHMETIC, MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, fold,
+from sharedtask.answers.expressions import (MAX_CHARS, MAX_DIGITS, ExpressionError, Tree, exact, fold,
                                             parse, variables)
 from sharedtask.answers.options import option_value, symbols_to_numbers
 
 DEFAULT_TIMEOUT = 2.0  # seconds for SymPy's proof of one comparison
 DIGITS = 50
-RELATIVE = 30  # equal: the same to 30 significant digits ...
-CHECK_DIGITS = 90  # ... or a difference that is rounding noise: it shrinks at 90 digits (sin(pi) vs 0)
-NOISE = 30  # shrinks: by a factor 1e30 or more
+CHECK_DIGITS = 90  # every value is computed again at 90 digits: noise shrinks, a division by noise grows
+NOISE = 30  # shrinks or grows: by a factor 1e30 or more
+AGREE = 60  # equal: the same to 60 significant digits at 90 digits (exp(120) + 1 is not exp(120))
 ROUNDED_PLACES = 5  # a decimal with at least this many places stands for what rounds to it
 _POINTS = ("0.5772156649", "1.4142135623", "-0.7071067811", "2.7182818284", "-3.1415926535")
 MIN_POINTS = 3  # an expression with variables must be defined at three of the five points
@@ -122,23 +124,51 @@ def _context(digits: int = DIGITS) -> Any:
     return contexts[digits]
 
 
+MAX_BITS = 100_000  # |value| < 2^100000 at every node; beyond, mpmath's exp and power slow down without bound
+MAX_ARGUMENT = 10_000  # of exp, sin, cos, tan and factorial: exp(exp(exp(x))) stops here
+
+
+class _Beyond(ValueError):
+    """A value or argument beyond the bounds at this point: the point tells nothing."""
+
+
 def _mp(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any:
-    """The mpmath value at ``env``; raises ZeroDivisionError where it is undefined."""
+    """The mpmath value at ``env``; raises ZeroDivisionError where it is undefined and
+    _Beyond where a value would grow past the bounds (checked before mpmath works on it)."""
+
+    def bounded(value: Any) -> Any:
+        if value != 0 and abs(ctx.mag(abs(value))) > MAX_BITS:
+            raise _Beyond("beyond the bounds")
+        return value
+
+    def argument(x: Any) -> Any:
+        if abs(x) > MAX_ARGUMENT:
+            raise _Beyond("an argument beyond the bounds")
+        return x
+
     functions = {"sin": ctx.sin, "cos": ctx.cos, "tan": ctx.tan, "ln": ctx.ln, "log": ctx.ln, "exp": ctx.exp}
 
     def div(a: Any, b: Any) -> Any:
         if b == 0:
             raise ZeroDivisionError("division by zero")
-        return a / b
+        return bounded(a / b)
 
     def power(a: Any, b: Any) -> Any:
-        if a == 0 and ctx.re(b) < 0:
-            raise ZeroDivisionError("zero to a negative power")
-        return ctx.power(a, b)
+        if a == 0:
+            if ctx.re(b) < 0:
+                raise ZeroDivisionError("zero to a negative power")
+            return ctx.power(a, b)
+        if abs(b) * (abs(ctx.log(abs(a), 2)) + 1) > MAX_BITS:  # the result's size, before computing it
+            raise _Beyond("a power beyond the bounds")
+        return bounded(ctx.power(a, b))
 
-    return fold(tree, {**ARITHMETIC, "num": ctx.mpf, "var": env.__getitem__, "pi": lambda: +ctx.pi, "div": div,
-                       "pow": power, "fact": ctx.factorial, "fn": lambda name, x: functions[name](x),
-                       "root": lambda a, n: ctx.sqrt(a) if n == 2 else ctx.power(a, 1 / n)})
+    def function(name: str, x: Any) -> Any:
+        return bounded(functions[name](argument(x) if name != "ln" else x))
+
+    return fold(tree, {"num": ctx.mpf, "var": env.__getitem__, "pi": lambda: +ctx.pi, "neg": operator.neg,
+                       "add": lambda a, b: bounded(a + b), "mul": lambda a, b: bounded(a * b), "div": div,
+                       "pow": power, "fact": lambda a: bounded(ctx.factorial(argument(a))), "fn": function,
+                       "root": lambda a, n: ctx.sqrt(a) if n == 2 else power(a, 1 / n)})
 
 
 def _value(ctx: Any, tree: Tree, env: dict[str, Any]) -> Any | None:
@@ -178,28 +208,42 @@ def _rounded(ctx: Any, a: Tree, b: Tree) -> Verdict | None:
     return None
 
 
-def _noise(a: Tree, b: Tree, env: dict[str, Any], difference: Any) -> bool:
-    """Whether a difference at 50 digits is rounding noise: at 90 digits it shrinks by 1e30 or
-    more (``\\sin(\\pi)`` vs ``0``), where a true difference (``10^{-300}\\pi`` vs ``0``) stays."""
-    fine = _context(CHECK_DIGITS)
-    point = {name: fine.mpf(value) for name, value in env.items()}
-    x, y = _value(fine, a, point), _value(fine, b, point)
-    return x is not None and y is not None and abs(x - y) <= fine.mpf(difference) * fine.mpf(10) ** -NOISE
+def _stable(coarse: Any, fine: Any) -> Any | None:
+    """One value at 50 and at 90 digits -> its value, 0 when it is rounding noise (it shrinks
+    by 1e30 or more: ``\\sin(\\pi)``), None when it is not stable (it grows by 1e30: a
+    division by such noise; or the two differ beyond 30 digits)."""
+    scale = 10 ** -NOISE
+    if abs(fine) <= abs(coarse) * scale:
+        return 0
+    if abs(coarse) <= abs(fine) * scale or abs(fine - coarse) > abs(fine) * scale:
+        return None
+    return fine
+
+
+def _at(ctx: Any, fine_ctx: Any, tree: Tree, env: dict[str, Any]) -> Any | None:
+    coarse = _value(ctx, tree, env)
+    if coarse is None:
+        return None
+    fine = _value(fine_ctx, tree, {name: fine_ctx.mpf(value) for name, value in env.items()})
+    return None if fine is None else _stable(coarse, fine)
 
 
 def _numeric(ctx: Any, a: Tree, b: Tree) -> Verdict:
+    """Both sides at each point, at 50 and 90 digits; compared at 90 digits to 60 significant
+    digits (a value that is rounding noise counts as 0; an unstable one as undefined)."""
+    fine_ctx = _context(CHECK_DIGITS)
     names = sorted(variables(a) | variables(b))
     used = 0
     for env in _points(ctx, names):
-        x, y = _value(ctx, a, env), _value(ctx, b, env)
-        if x is None or y is None:  # undefined here (1/0, log 0): this point tells nothing
+        x, y = _at(ctx, fine_ctx, a, env), _at(ctx, fine_ctx, b, env)
+        if x is None or y is None:  # undefined here (1/0, log 0, unstable): this point tells nothing
             continue
         used += 1
-        difference = abs(x - y)
-        if difference > ctx.mpf(10) ** -RELATIVE * max(abs(x), abs(y)) and not _noise(a, b, env, difference):
+        if abs(x - y) > fine_ctx.mpf(10) ** -AGREE * max(abs(x), abs(y)):
             return Verdict(Outcome.DIFFERENT, "numeric")
     if used == 0 or (names and used < MIN_POINTS):
-        return _unevaluable("undefined (division by zero, log of 0, ...)")
+        return _unevaluable("undefined, unstable or beyond the bounds at every point (division by zero, "
+                            "log of 0, exp of a huge value)")
     return Verdict(Outcome.EQUAL, "numeric")
 
 
