@@ -12,7 +12,7 @@
 3. **rounded**: one side is a decimal with five or more places (MathQA writes five): it
    stands for every value that rounds to it, so ``3.14159`` equals ``\\pi``; ``3.14`` does not.
 4. **exact**: both are rational (numerals, + - * /, whole powers): compared as fractions.
-5. **symbolic** / **numeric**: otherwise both are evaluated with mpmath at 50 digits (at
+5. **symbolic** / **numeric**: otherwise both are evaluated with mpmath (at
    five fixed points when they have variables); a difference at any point is DIFFERENT; when
    they agree everywhere, SymPy tries to prove ``simplify(a - b) = 0`` in a worker process
    bounded by ``timeout`` (:mod:`sharedtask.answers.symbolic`): proved is **symbolic**, not
