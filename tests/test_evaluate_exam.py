@@ -27,7 +27,10 @@ REFERENCE = REPO / "baselines" / "reference-runs" / "arqmath-3-task3" / "extract
     ("3 : 8", "the ratio is 0.375", True, "numeric"),  # the MathQA option rules read the key
     ("1,000", "about 1000 of them", True, "numeric"),
     ("0.5", "it is 0.4 or 5", False, None),
-    (r"\frac{1}{2}", "it is 0.5", False, None),  # no symbolic equivalence: never guessed
+    (r"\frac{1}{2}", "it is 0.5", True, "math-equivalent"),  # sharedtask.answers.equivalence
+    ("(x+1)^2", r"so $y = x^2 + 2x + 1$", True, "math-equivalent"),
+    (r"\frac{1}{2}", "it is 0.4", False, None),
+    (r"\frac{1}{2}", "10^{10^{10}} or none", False, None),  # only its numerals (10) are read: the tower never
 ])
 def test_offline_grader_rules(key: str, text: str, answered: bool, how: str | None) -> None:
     grader = OfflineGrader()

@@ -3,17 +3,17 @@ values by hand), the run forms (lines, beam, JSON Lines), validation findings, a
 suite's published figures for the gold programs of its test and challenge sets.
 
 The suite's data files are not shipped (the suite's repository carries no licence; see
-docs/evaluation.md, "MathQA"): the published-figure tests run when
-``SHAREDTASK_MATHQA_SUITE`` names a folder holding its ``test.json``, ``challenge_test.json``,
-``test_broken.txt`` and ``challenge_broken.txt``, and are skipped otherwise.
+docs/evaluation.md, "MathQA"): the published-figure tests copy them into tmp from where
+tests/mathqa_suite.py finds them (``SHAREDTASK_MATHQA_SUITE``, or a git copy of the
+repository), and are skipped otherwise.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+import mathqa_suite
 import pytest
 
 from sharedtask.cli import main as cli_main
@@ -84,20 +84,17 @@ def test_a_run_of_the_wrong_length_is_invalid(tmp_path: Path) -> None:
     assert code == 2  # one line saying why, no traceback
 
 
-SUITE = os.environ.get("SHAREDTASK_MATHQA_SUITE")
-
-
-@pytest.mark.skipif(not SUITE, reason="SHAREDTASK_MATHQA_SUITE is not set (the suite's files are not shipped)")
 @pytest.mark.parametrize(("gold", "broken", "correct", "total"), [
     ("test.json", "test_broken.txt", 2035, 2975),  # the notebook: "Correct: 2035, total: 2975"
     ("challenge_test.json", "challenge_broken.txt", 435, 601),  # "Correct: 435, total: 601"
 ])
 def test_gold_programs_give_the_suite_s_published_figures(tmp_path: Path, capsys, gold: str, broken: str,
                                                          correct: int, total: int) -> None:
+    suite = mathqa_suite.copy_to(tmp_path / "suite")  # skipped when the suite's files are not at hand
     truth = tmp_path / "truth"
     truth.mkdir()
-    (truth / "gold.json").write_bytes((Path(SUITE) / gold).read_bytes())
-    (truth / "broken.txt").write_bytes((Path(SUITE) / broken).read_bytes())
+    (truth / "gold.json").write_bytes((suite / gold).read_bytes())
+    (truth / "broken.txt").write_bytes((suite / broken).read_bytes())
     programs = [p["linear_formula"] for p in json.loads((truth / "gold.json").read_text(encoding="utf-8"))]
     run = _run(tmp_path, programs)
     code = cli_main(["evaluate", str(run), "--task", "mathqa-test", "--truth", str(truth), "--json"])
@@ -106,3 +103,22 @@ def test_gold_programs_give_the_suite_s_published_figures(tmp_path: Path, capsys
     result = data[0] if isinstance(data, list) else data
     assert result["topics_averaged"]["mathqa_published"] == total
     assert round(result["scores"]["mathqa_published"] * total) == correct
+
+
+def test_latex_options_are_read_as_math_in_option_matching_only(tmp_path: Path) -> None:
+    # The suite's rule 8 reads "\frac{3}{4}" as its first numeral, 3; the option matching reads
+    # it as 0.75 (sharedtask.answers.equivalence), the published check keeps the suite's reading.
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    gold = [{"Problem": "what is 3 / 8 of 2 ?", "options": r"a ) \frac{3}{4} , b ) 2 , c ) 5 , d ) 7 , e ) none of these",
+             "correct": "a", "linear_formula": "divide(n0,n1)|multiply(#0,n2)|"}]
+    (truth / "gold.json").write_text(json.dumps(gold), encoding="utf-8")
+    run = _run(tmp_path, ["divide(n0,n1)|multiply(#0,n2)|"])  # 3 / 8 * 2 = 0.75
+    result = evaluate(run, "mathqa-test", truth_dir=truth, per_topic=True)
+    # options read: 0.75, 2, 5, 7, none; 0.75 hits a exactly -> 1 (the suite's reading, 3, 2, 5, 7:
+    # no option within 1 of 0.75 -> 0)
+    assert result.per_topic["mathqa_options"]["1"] == 1.0
+    assert any("exact 1" in n for n in result.notes)
+    assert any(n.startswith("1 option(s) without a value under the suite's rules read as math") for n in result.notes)
+    # the published check: |0.75 - 3| > 0.5 -> 0, as the suite's notebook computes it
+    assert result.per_topic["mathqa_published"]["1"] == 0.0

@@ -22,7 +22,8 @@ from sharedtask.validate import ranking, validate
 
 # Modules that cost tens of milliseconds each and that --help needs none of.
 HEAVY = ("jsonschema", "numpy", "pytrec_eval", "docker", "scipy", "rich.console", "yaml",
-         "sharedtask.formats.arqmath", "sharedtask.sandbox.runner", "sharedtask.manifest", "sharedtask.evaluate.api")
+         "sharedtask.formats.arqmath", "sharedtask.sandbox.runner", "sharedtask.manifest", "sharedtask.evaluate.api",
+         "sympy", "mpmath")
 
 _PROBE = """
 import json, sys

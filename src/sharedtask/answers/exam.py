@@ -15,8 +15,10 @@ the text states its answer key, found in this order:
    option rules of :mod:`sharedtask.answers.options`) equals a number written in the text,
    to a relative 1e-9.
 
-Symbolic equivalence of different LaTeX forms (``\\frac12`` vs ``0.5 x``) is not attempted:
-such a question counts as unanswered, never guessed.
+4. **math-equivalent**: a value the text states (a ``$...$`` span, a side of an ``=`` in
+   one, a number or fraction in the prose) equals the key by
+   :func:`sharedtask.answers.equivalence.find_equivalent` (``\\frac12`` = ``0.5``,
+   ``(x+1)^2`` = ``x^2+2x+1``); an unevaluable comparison counts as unanswered, never guessed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from sharedtask.answers.equivalence import find_equivalent
 from sharedtask.answers.options import option_value
 from sharedtask.formats.jsonl import ExamQuestion
 
@@ -72,4 +75,7 @@ class OfflineGrader:
                 if abs(float(found) - value) <= 1e-9 * max(1.0, abs(value)):
                     self.how[question.id] = "numeric"
                     return True
+        if find_equivalent(text, key).equal:  # level 4 (sharedtask.answers.equivalence)
+            self.how[question.id] = "math-equivalent"
+            return True
         return False

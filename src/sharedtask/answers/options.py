@@ -39,21 +39,25 @@ _PI = re.compile(rf"(?:({_NUM})\s*)?(?:π|\bpi\b)")
 def _ratio(token: str, sep: str) -> float | None:
     """Rules 5 and 6: the first numeral before the first ``sep`` over the first after it."""
     cut = token.find(sep)
-    lhs = float(_NUMERAL.findall(token[:cut])[0])
-    rhs = float(_NUMERAL.findall(token[cut + 1:])[0])
-    return None if rhs == 0 else round(lhs / rhs, 5)
+    lhs, rhs = _NUMERAL.findall(token[:cut]), _NUMERAL.findall(token[cut + 1:])
+    if not lhs or not rhs or float(rhs[0]) == 0:  # "3 4 :" makes the suite raise: no number here
+        return None
+    return round(float(lhs[0]) / float(rhs[0]), 5)
 
 
-def _mixed(token: str) -> float:
+def _mixed(token: str) -> float | None:
     """Rule 7 as the suite computes it: split at the first ``/``. (With only ``:`` the suite
-    splits at position -1, i.e. reads ``a b : c`` as a + b / a; kept, to give its numbers.)"""
+    splits at position -1, i.e. reads ``a b : c`` as a + b / a; kept, to give its numbers.)
+    Where the suite would raise (``1 / 2 3``, ``1 2 / 0``) there is no number."""
     cut = token.find("/")
     lhs = _NUMERAL.findall(token[:cut])
     rhs = _NUMERAL.findall(token[cut + 1:])
+    if len(lhs) < 2 or not rhs or float(rhs[0]) == 0:
+        return None
     return round(float(lhs[0]) + float(lhs[1]) / float(rhs[0]), 5)
 
 
-def _symbols(token: str) -> str:
+def symbols_to_numbers(token: str) -> str:
     """Our extension: evaluate square roots, then pi, to 5-decimal numbers in the text."""
     def root(m: re.Match[str]) -> str:
         factor = float(m.group(1)) if m.group(1) else 1.0
@@ -70,7 +74,7 @@ def option_value(token: str, *, symbols: bool = False) -> int | float | None:
     """The number one option stands for (rules 2-9), None when it holds none."""
     token = token.replace(",", "")
     if symbols:
-        token = _symbols(token)
+        token = symbols_to_numbers(token)
     numerals = _NUMERAL.findall(token)
     value: float | None
     if not numerals:
@@ -88,6 +92,15 @@ def option_value(token: str, *, symbols: bool = False) -> int | float | None:
     if value is not None and value.is_integer():
         return int(value)
     return value
+
+
+_LABEL = re.compile(r"^\s*[a-e]\s*\)\s*")
+
+
+def option_texts(options: str) -> list[str]:
+    """The five options' texts without their labels (``"a ) 1 / 2 "`` -> ``"1 / 2"``), rule 1 checked."""
+    values = option_values(options)  # raises unless there are five
+    return [_LABEL.sub("", token).strip() for token in options.split(", ")][:len(values)]
 
 
 def option_values(options: str, *, symbols: bool = False) -> list[int | float | None]:

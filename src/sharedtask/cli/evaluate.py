@@ -149,19 +149,25 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
         if args.dataset:
             raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
         return args.truth, None
-    from sharedtask.data import get_dataset, official_dataset, official_truth, store
+    from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, store
 
     if args.dataset:
         ds = get_dataset(args.dataset)
         if ds.task != task_id:
             raise SharedTaskError(f"dataset {ds.id} belongs to task {ds.task}, not {task_id}",
                                   hint=f"--task {ds.task}, or another --dataset")
-        store.assemble(ds, roles=("truth",), show_progress=False)
+        missing = store.assemble(ds, roles=("truth",), show_progress=False)
+        if missing and import_hint(ds):
+            raise SharedTaskError(f"dataset {ds.id} lacks {', '.join(f.target for f in missing)}",
+                                  hint=import_hint(ds))
         found: tuple | None = (ds, store.dataset_dir(ds) / "truth")
     else:
         found = official_truth(task_id)
     if found is None:
         official = official_dataset(task_id)
+        if official is not None and import_hint(official):  # not shipped (no licence to): imported by hand
+            raise SharedTaskError(f"no truth given; the official truth of {task_id} ({official.id}) is not imported",
+                                  hint=f"{import_hint(official)}, or --truth DIR")
         if official is not None:  # its truth comes through ir_datasets or a download: only when asked
             raise SharedTaskError(f"no qrels given; the official qrels of {task_id} are not shipped with sharedtask",
                                   hint=f"use --dataset {official.id} (fetched through ir_datasets or its "
@@ -169,10 +175,12 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
         raise SharedTaskError(f"no qrels given and the registry has no official qrels for {task_id}",
                               hint="use --qrels FILE, --truth DIR or --dataset ID")
     ds, truth = found
-    qrels = next(f for f in ds.files if f.role == "truth" and f.path.startswith("qrels"))
+    files = ds.role("truth")
+    qrels = next((f for f in files if f.path.startswith("qrels")), files[0])  # MathQA: the suite's JSON
     entry = store.read_manifest(truth.parent).get("files", {}).get(qrels.target, {})
-    origin = qrels.package or (f"ir_datasets {ds.irds}" if qrels.irds else qrels.url or qrels.target)
-    return truth, (f"qrels: {ds.id} official {qrels.path} = {origin} (sha256 {entry.get('sha256', '?')[:16]}…, "
+    origin = qrels.package or (f"ir_datasets {ds.irds}" if qrels.irds else qrels.url or entry.get("source", qrels.target))
+    label = "qrels" if qrels.path.startswith("qrels") else "truth"
+    return truth, (f"{label}: {ds.id} official {qrels.path} = {origin} (sha256 {entry.get('sha256', '?')[:16]}…, "
                    f"{truth / qrels.path})")
 
 

@@ -12,22 +12,33 @@ from pathlib import Path
 
 from sharedtask.data.registry import DataFile, Dataset, all_datasets, get_dataset, official_dataset
 
-__all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_dataset", "official_dataset",
+__all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_dataset", "import_hint", "official_dataset",
            "official_truth"]
 
 
 def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
-    """The task's official dataset and its truth folder when it ships with the package;
-    None otherwise. Truth that ir_datasets would download is used only when named
-    (``--dataset``): a command must not reach the network unasked."""
+    """The task's official dataset and its truth folder when its truth ships with the package
+    or was imported (``data import``); None otherwise. Truth that ir_datasets or a URL would
+    download is used only when named (``--dataset``): a command must not reach the network unasked."""
     from sharedtask.data import store
 
     ds = official_dataset(task_id)
     truth = [f for f in (ds.files if ds is not None else ()) if f.role == "truth"]
-    if ds is None or not any(f.source == "package" for f in truth) or any(f.source in ("irds", "url") for f in truth):
+    if ds is None or not truth or any(f.source in ("irds", "url") for f in truth):
         return None
-    store.assemble(ds, roles=("truth",), show_progress=False)
+    missing = store.assemble(ds, roles=("truth",), show_progress=False)
+    if missing and import_hint(ds):  # truth imported by hand only (MathQA), not imported yet
+        return None
     return ds, store.dataset_dir(ds) / "truth"
+
+
+def import_hint(ds: Dataset) -> str | None:
+    """How to place a dataset's truth when all of it comes by import only (the MathQA suite's
+    files); None otherwise (ARQMath Task 2's imported formula index is read through --input)."""
+    files = [f for f in ds.role("truth") if f.required]
+    if not files or any(f.source != "import" for f in ds.role("truth")):
+        return None
+    return f"sharedtask data import {ds.id} --from DIR, DIR holding {', '.join(f.origin or f.path for f in files)}"
 
 
 def dataset_folders(task_id: str, name: str) -> tuple[Path, Path | None, str]:

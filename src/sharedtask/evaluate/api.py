@@ -421,3 +421,6 @@ def _mathqa(task, run_path: Path, specs, truth_dir: Path, result: EvaluationResu
         result.notes.append(f"{len(inp.reasons)} program(s) have no value and are never guessed as a number ({shown})")
     if inp.counts:
         result.notes.append("option matching: " + ", ".join(f"{k} {v}" for k, v in sorted(inp.counts.items())))
+    if inp.math_options:
+        result.notes.append(f"{inp.math_options} option(s) without a value under the suite's rules read as math "
+                            "(sharedtask.answers.equivalence)")

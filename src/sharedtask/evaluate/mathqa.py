@@ -13,7 +13,12 @@ docs/evaluation.md, "MathQA"):
   the options within delta of the value are the candidates (an exact hit alone); one
   candidate, the gold one: 1; several including the gold one: 1 / their number (the
   script adds their number, which we take for a slip); no value (unanswered or
-  unevaluable): a guess, 1 / 5; else 0.
+  unevaluable): a guess, 1 / 5; else 0. Where the suite's rules read an option as no
+  number (``none of these``, but also an option written in LaTeX, ``\\frac{3}{4}``, which
+  its rule 8 would read as 3), the option is read by the math-aware normalisation of
+  ``sharedtask.answers.equivalence`` (a number, or still none: never guessed); the suite's
+  own files have no LaTeX options and none of their word options has a value, so their
+  figures are unchanged. The note "options read as math" counts these options.
 
 A program that has no value is never guessed as a number: it is counted as unevaluable
 (the result's notes give the counts and the first reasons).
@@ -24,7 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sharedtask.answers import Unevaluable, option_values, problem_numbers, run_program
+from sharedtask.answers import Unevaluable, numeric_value, option_values, problem_numbers, run_program
+from sharedtask.answers.options import option_texts
 from sharedtask.answers.programs import parse_program, substitute_like_the_suite
 from sharedtask.formats.mathqa import GoldProblem
 
@@ -38,6 +44,7 @@ class MathqaInput:
     broken: set[str]
     programs: dict[str, str]  # problem id -> program ("" unanswered)
     counts: Counter = field(default_factory=Counter)
+    math_options: int = 0  # options without a value under the suite's rules that the math reading gave one
     reasons: dict[str, str] = field(default_factory=dict)  # problem id -> why unevaluable
     _values: dict[tuple[str, bool], float | None] = field(default_factory=dict)
 
@@ -83,11 +90,23 @@ def published(inp: MathqaInput) -> dict[str, float]:
     return out
 
 
+def _option_numbers(problem: GoldProblem, inp: MathqaInput) -> list[float | None]:
+    """The suite's option values; an option it reads as none, or that is LaTeX, read as math."""
+    options: list[float | None] = list(option_values(problem.options))
+    for i, text in enumerate(option_texts(problem.options)):
+        if options[i] is None or "\\" in text:
+            value = numeric_value(text)
+            if value is not None:
+                inp.math_options += 1
+            options[i] = value
+    return options
+
+
 def option_score(inp: MathqaInput) -> dict[str, float]:
     """Per problem: the suite's option matching (module docstring); outcome counts in ``inp.counts``."""
     out: dict[str, float] = {}
     for problem in inp.gold:
-        options = option_values(problem.options)
+        options = _option_numbers(problem, inp)
         value = inp.value(problem, False)
         gold = "abcde".index(problem.correct)
         if value is None:
