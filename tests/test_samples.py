@@ -1,6 +1,6 @@
 """The bundled sample datasets: reproducible, official formats, meaningful retrieval, ``sharedtask sample``.
 
-Format expectations come from /work/docs/formats.md; they are
+Format expectations come from docs/formats.md; they are
 checked on the raw bytes (regexes, csv, ElementTree) as well as through the official
 readers of ``sharedtask.formats``. The retrieval check scores a small BM25 written here
 against a seeded random ranking with pytrec_eval, never with our own evaluator.
