@@ -9,6 +9,7 @@ task spec's ``measures`` (their ``key``), optionally narrowed by ``measures=``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -161,7 +162,10 @@ def _store(result: EvaluationResult, spec, values: dict[str, float]) -> None:
 
 
 def _order_notes(result: EvaluationResult, order: dict[str, list[tuple[int, float, str]]], what: str) -> None:
-    ties, contradictions = trec.count_order_changes(order)
+    _order_count_notes(result, *trec.count_order_changes(order), what)
+
+
+def _order_count_notes(result: EvaluationResult, ties: int, contradictions: int, what: str) -> None:
     if ties:
         result.notes.append(
             f"ties changed the order of {ties} topic(s) compared to the rank column: trec_eval sorts by "
@@ -347,39 +351,89 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
 
 # --- Plain TREC runs (Touché, semantic search) ----------------------------------------------
 
+#: lines of a TREC run scored at a time (whole topics); bounds the evaluator's memory
+TREC_PART_LINES = 1_000_000
+
+
+@dataclass
+class _TrecScan:
+    """What scoring a TREC run part by part adds up: per-topic values and the notes' counts."""
+
+    topics: set[str] = field(default_factory=set)
+    duplicates: int = 0
+    top5_ties: int = 0
+    order_ties: int = 0
+    contradictions: int = 0
+    values: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _scan_trec_parts(parts, plans) -> _TrecScan:
+    """Score each part with every planned measure. Each measure here is a per-topic figure
+    (trec_eval's ``-q`` values; the official Touché nDCG@5 per topic), so the values of the
+    parts are those of the whole run; a part's qrels are only its own topics'."""
+    scan = _TrecScan(values={spec.key: {} for spec, _, _ in plans})
+    for part in parts:
+        scan.topics.update(part.rows)
+        scan.duplicates += part.duplicates
+        scan.top5_ties += touche.rank_ties_in_top5(part)
+        ties, contradictions = trec.count_order_changes(part.rows)
+        scan.order_ties += ties
+        scan.contradictions += contradictions
+        scores = None
+        for spec, measure, qrels in plans:
+            if qrels is None:
+                continue
+            mine = {t: qrels[t] for t in part.rows if t in qrels}
+            if not mine:
+                continue
+            if measure.trec_eval is not None:
+                scores = scores if scores is not None else part.score_dict()
+                (values,) = _trec_eval(mine, scores, [spec])
+            else:
+                values = measure.procedure()(part, mine)
+            scan.values[spec.key].update(values)
+    return scan
+
+
 def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
     """Every family whose measures read a plain TREC run: a new task of such a family needs
-    no code here, only its measures in the registry."""
-    run = touche.read_trec_run(run_path)
+    no code here, only its measures in the registry.
+
+    A run grouped by topic is scored ``TREC_PART_LINES`` lines at a time, so memory does not
+    grow with the run; a run whose topics are interleaved is read whole (same numbers)."""
     relevance = source.get("relevance")
-    if not set(run.rows) & set(relevance):
-        raise _no_overlap(set(run.rows), relevance)
+    plans = []
+    for spec in specs:
+        measure = registry.get(spec.id)
+        qrels = source.get(spec.qrels_role)
+        truth_file = task.truth.file(spec.qrels_role)
+        if qrels is not None and measure.gains and truth_file is not None and truth_file.gains:
+            qrels = trec.apply_gains(qrels, truth_file.gains)
+        plans.append((spec, measure, qrels))
+    try:
+        scan = _scan_trec_parts(touche.read_trec_run_in_parts(run_path, TREC_PART_LINES), plans)
+    except touche.TopicsInterleaved:
+        scan = _scan_trec_parts([touche.read_trec_run(run_path)], plans)
+    if not scan.topics & set(relevance):
+        raise _no_overlap(scan.topics, relevance)
     touche_official = any(registry.get(s.id).averaging == "touche-official" for s in specs)
-    if run.duplicates and touche_official:
-        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
+    if scan.duplicates and touche_official:
+        result.notes.append(f"{scan.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
                             "as the organizers' script does (it can then exceed 1); ndcg_cut_5 keeps the first "
                             "(trec_eval itself refuses such runs)")
-    elif run.duplicates:
-        result.notes.append(f"{run.duplicates} repeated (topic, doc) line(s): the first of each is kept "
+    elif scan.duplicates:
+        result.notes.append(f"{scan.duplicates} repeated (topic, doc) line(s): the first of each is kept "
                             "(trec_eval itself refuses such runs)")
-    if touche_official and touche.rank_ties_in_top5(run):
-        result.notes.append(f"{touche.rank_ties_in_top5(run)} topic(s) have equal ranks at the top-5 cut: the "
+    if touche_official and scan.top5_ties:
+        result.notes.append(f"{scan.top5_ties} topic(s) have equal ranks at the top-5 cut: the "
                             "organizers' script sorts them in an unspecified order; we keep file order")
-    _order_notes(result, run.rows, "docno")
+    _order_count_notes(result, scan.order_ties, scan.contradictions, "docno")
     skipped = []
-    for spec in specs:
-        qrels = source.get(spec.qrels_role)
+    for spec, measure, qrels in plans:
         if qrels is None:
             skipped.append(spec.key)
             continue
-        measure = registry.get(spec.id)
-        truth_file = task.truth.file(spec.qrels_role)
-        if measure.gains and truth_file is not None and truth_file.gains:
-            qrels = trec.apply_gains(qrels, truth_file.gains)
-        if measure.trec_eval is not None:
-            (values,) = _trec_eval(qrels, run.score_dict(), [spec])
-        else:
-            values = measure.procedure()(run, qrels)
+        values = scan.values[spec.key]
         _store(result, spec, values)
         dropped = len(set(qrels) - set(values))
         if dropped and measure.averaging == "touche-official":

@@ -20,6 +20,7 @@ left out of the mean, as a NaN is left out of a pandas mean.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,38 @@ def read_trec_run(path: Path) -> TrecRun:
         docs.add(row.doc)
         run.rows.setdefault(row.topic, []).append((row.rank, row.score, row.doc))
     return run
+
+
+class TopicsInterleaved(Exception):
+    """A topic came back after other topics: the run cannot be scored a few topics at a time."""
+
+
+def read_trec_run_in_parts(path: Path, max_lines: int) -> Iterator[TrecRun]:
+    """The run as consecutive parts of whole topics, each part about ``max_lines`` lines (a
+    topic longer than that is one part), so that scoring a run grouped by topic (every run
+    our baselines and TIRA's write) keeps one part in memory, not the whole run. Every
+    per-topic figure is the same as over :func:`read_trec_run`'s whole run; a topic that
+    comes back after another raises :class:`TopicsInterleaved` (the caller reads the whole run)."""
+    part = TrecRun()
+    done: set[str] = set()
+    topic: str | None = None
+    docs: set[str] = set()
+    for row in readers.read_run(path, "trec"):
+        if row.topic != topic:
+            if row.topic in done or row.topic in part.rows:
+                raise TopicsInterleaved(row.topic)
+            if topic is not None and part.lines >= max_lines:
+                done.update(part.rows)
+                yield part
+                part = TrecRun()
+            topic, docs = row.topic, set()
+        part.lines += 1
+        if row.doc in docs:
+            part.duplicates += 1
+        docs.add(row.doc)
+        part.rows.setdefault(topic, []).append((row.rank, row.score, row.doc))
+    if part.lines:
+        yield part
 
 
 def rank_ties_in_top5(run: TrecRun) -> int:
