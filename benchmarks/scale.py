@@ -13,8 +13,8 @@ benchmarks/validate.py makes them) at each of --sizes (default 1M 10M 100M lines
 numbers, see make_run). Runs go to /work/bench-data; runs of 100M lines and more are
 deleted afterwards unless --keep (the disk is shared). Before each evaluation the
 available memory is compared with the peak RSS extrapolated from the smaller sizes
-(pytrec_eval holds the whole run): a size that cannot fit is skipped and the measured
-growth printed instead.
+(a run whose topics are interleaved is held whole for pytrec_eval): a size that cannot fit is
+skipped and the measured growth printed instead.
 
   conversion  the Lucene baseline's ARQMath Posts.xml -> JSONL conversion of this
               checkout (benchmarks/conversion.py's child process, one worker as in the
