@@ -367,15 +367,17 @@ class _TrecScan:
     values: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def _scan_trec_parts(parts, plans) -> _TrecScan:
+def _scan_trec_parts(parts, plans, top5_ties: bool) -> _TrecScan:
     """Score each part with every planned measure. Each measure here is a per-topic figure
     (trec_eval's ``-q`` values; the official Touché nDCG@5 per topic), so the values of the
-    parts are those of the whole run; a part's qrels are only its own topics'."""
+    parts are those of the whole run; a part's qrels are only its own topics'. ``top5_ties``:
+    count the topics with equal ranks at the top-5 cut (only the official Touché nDCG@5 needs it)."""
     scan = _TrecScan(values={spec.key: {} for spec, _, _ in plans})
     for part in parts:
         scan.topics.update(part.rows)
         scan.duplicates += part.duplicates
-        scan.top5_ties += touche.rank_ties_in_top5(part)
+        if top5_ties:
+            scan.top5_ties += touche.rank_ties_in_top5(part)
         ties, contradictions = trec.count_order_changes(part.rows)
         scan.order_ties += ties
         scan.contradictions += contradictions
@@ -410,13 +412,13 @@ def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationRes
         if qrels is not None and measure.gains and truth_file is not None and truth_file.gains:
             qrels = trec.apply_gains(qrels, truth_file.gains)
         plans.append((spec, measure, qrels))
+    touche_official = any(measure.averaging == "touche-official" for _, measure, _ in plans)
     try:
-        scan = _scan_trec_parts(touche.read_trec_run_in_parts(run_path, TREC_PART_LINES), plans)
+        scan = _scan_trec_parts(touche.read_trec_run_in_parts(run_path, TREC_PART_LINES), plans, touche_official)
     except touche.TopicsInterleaved:
-        scan = _scan_trec_parts([touche.read_trec_run(run_path)], plans)
+        scan = _scan_trec_parts([touche.read_trec_run(run_path)], plans, touche_official)
     if not scan.topics & set(relevance):
         raise _no_overlap(scan.topics, relevance)
-    touche_official = any(registry.get(s.id).averaging == "touche-official" for s in specs)
     if scan.duplicates and touche_official:
         result.notes.append(f"{scan.duplicates} repeated (topic, doc) line(s): the official nDCG@5 counts each line "
                             "as the organizers' script does (it can then exceed 1); ndcg_cut_5 keeps the first "
