@@ -75,20 +75,18 @@ def embed(model, texts: list[str]) -> np.ndarray:
     return vectors
 
 
-_TOKENIZERS: dict[int, object] = {}
-
-
 def _unpadded(model):
-    """A copy of the model's tokenizer with padding off (WordLlama turns it on for its own batches)."""
-    key = id(model)
-    if key not in _TOKENIZERS:
+    """A copy of the model's tokenizer with padding off (WordLlama turns it on for its own
+    batches), made once per model and kept on it."""
+    tokenizer = getattr(model, "_sharedtask_unpadded", None)
+    if tokenizer is None:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
         tokenizer.no_padding()
         tokenizer.no_truncation()
-        _TOKENIZERS[key] = tokenizer
-    return _TOKENIZERS[key]
+        model._sharedtask_unpadded = tokenizer
+    return tokenizer
 
 
 def batches(items: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:

@@ -49,42 +49,35 @@ class TrecRun:
 
 def read_trec_run(path: Path) -> TrecRun:
     """Read a 6-column TREC run through ``formats.read_run``, keeping every line."""
-    run = TrecRun()
-    seen: dict[str, set[str]] = {}
-    for row in readers.read_run(path, "trec"):
-        run.lines += 1
-        docs = seen.setdefault(row.topic, set())
-        if row.doc in docs:
-            run.duplicates += 1
-        docs.add(row.doc)
-        run.rows.setdefault(row.topic, []).append((row.rank, row.score, row.doc))
-    return run
+    return next(read_trec_run_in_parts(path, None), TrecRun())
 
 
 class TopicsInterleaved(Exception):
     """A topic came back after other topics: the run cannot be scored a few topics at a time."""
 
 
-def read_trec_run_in_parts(path: Path, max_lines: int) -> Iterator[TrecRun]:
+def read_trec_run_in_parts(path: Path, max_lines: int | None) -> Iterator[TrecRun]:
     """The run as consecutive parts of whole topics, each part about ``max_lines`` lines (a
     topic longer than that is one part), so that scoring a run grouped by topic (every run
     our baselines and TIRA's write) keeps one part in memory, not the whole run. Every
-    per-topic figure is the same as over :func:`read_trec_run`'s whole run; a topic that
-    comes back after another raises :class:`TopicsInterleaved` (the caller reads the whole run)."""
+    per-topic figure is the same as over the whole run; with ``max_lines`` set, a topic that
+    comes back after another raises :class:`TopicsInterleaved` (the caller reads the whole
+    run: ``max_lines=None`` gives it as one part, in any topic order)."""
     part = TrecRun()
+    seen: dict[str, set[str]] = {}
     done: set[str] = set()
     topic: str | None = None
-    docs: set[str] = set()
     for row in readers.read_run(path, "trec"):
-        if row.topic != topic:
+        if row.topic != topic and max_lines is not None:
             if row.topic in done or row.topic in part.rows:
                 raise TopicsInterleaved(row.topic)
             if topic is not None and part.lines >= max_lines:
                 done.update(part.rows)
                 yield part
-                part = TrecRun()
-            topic, docs = row.topic, set()
+                part, seen = TrecRun(), {}
+        topic = row.topic
         part.lines += 1
+        docs = seen.setdefault(topic, set())
         if row.doc in docs:
             part.duplicates += 1
         docs.add(row.doc)
