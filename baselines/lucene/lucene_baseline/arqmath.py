@@ -37,6 +37,7 @@ from sharedtask.formats.arqmath import (
     split_posts,
 )
 
+from lucene_baseline import postsconv
 from lucene_baseline.jsonl import ShardedJsonl, clean_query, json_line
 from lucene_baseline.mathtext import html_to_index_text
 from lucene_baseline.parallel import ordered_map
@@ -90,21 +91,38 @@ def convert_range(job: tuple[ByteRange, PostsFrame | None, Path]) -> dict[str, s
     """One range into one part file (runs in a worker process); returns its question titles.
 
     A part line is a JSONL document, or, for an answer whose question is not in this
-    range before it, a tab and ``[answer id, question id, body text]`` as JSON.
+    range before it, a tab and ``[answer id, question id, body text]`` as JSON. Rows come
+    from the C converter (:mod:`lucene_baseline.postsconv`) when it is available, with
+    their text already converted where it could do that; else from lxml.
     """
     part, frame, target = job
+    counts = postsconv.Counts()
+    if frame is not None and postsconv.library() is not None:
+        rows: Iterator[postsconv.Row] = postsconv.rows(part, frame, counts)
+    else:
+        rows = (("q" if kind == "1" else "a", ident, other, body) for kind, ident, other, body
+                in read_post_rows(part, frame))
     titles: dict[str, str] = {}
     with open(target, "w", encoding="utf-8", buffering=1 << 20) as f:
         write = f.write
-        for kind, ident, other, body in read_post_rows(part, frame):
+        for kind, ident, other, text in rows:
             if kind == "1":
+                titles[ident] = other
+                continue
+            if kind == "q":
                 titles[ident] = html_to_index_text(other)
                 continue
+            if kind == "a":
+                text = html_to_index_text(text)
             title = titles.get(other)
             if title is None:
-                write("\t" + json.dumps([ident, other, html_to_index_text(body)]) + "\n")
+                write("\t" + json.dumps([ident, other, text]) + "\n")
             else:
-                write(json_line(ident, f"{title} {html_to_index_text(body)}"))
+                write(json_line(ident, f"{title} {text}"))
+    if counts.c_rows:
+        log.info("bytes %s-%s: %d rows converted in C, %d in Python, %d stretches read by lxml",
+                 part.start, part.end if part.end is not None else "end", counts.c_rows,
+                 counts.python_rows, counts.lxml_windows)
     return titles
 
 

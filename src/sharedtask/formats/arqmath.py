@@ -196,10 +196,10 @@ def split_posts(path: PathLike, parts: int) -> list[ByteRange]:
     """Cut a Posts file into up to ``parts`` ranges of whole rows (one when it cannot be cut)."""
     if parts > 1 and posts_frame(path) is None:
         return [ByteRange(Path(path), 0, None)]
-    return split_ranges(path, parts, _row_boundary_after, MIN_SPLIT_BYTES)
+    return split_ranges(path, parts, row_boundary_after, MIN_SPLIT_BYTES)
 
 
-def _row_boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
+def row_boundary_after(f: IO[bytes], offset: int, size: int) -> tuple[int, int] | None:
     """``(end of the previous element, start of the next row)`` at or after ``offset``."""
     return find_boundary(f, offset, size, _ROW_BOUNDARY, SPLIT_SEARCH_BYTES)
 

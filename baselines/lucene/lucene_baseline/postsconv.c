@@ -1,0 +1,620 @@
+/* ARQMath Posts.xml rows -> the Lucene baseline's index text, for the common case, in C.
+ *
+ * Why: the conversion in Python (lxml's parse, then mathtext.html_to_index_text) runs at
+ * about 20 MB/s per core; Anserini indexes the result faster than that (issue 18). This
+ * file does what both do, for rows it fully understands, in one pass per stage; every
+ * other row is left to the Python code, which stays the reference:
+ *
+ *   - a row this code cannot vouch for as XML (a quote other than ", an entity it does not
+ *     know, a control character, invalid UTF-8, a namespaced or duplicate attribute,
+ *     anything between rows but blanks, ...) stops the scan; the caller parses from there
+ *     with lxml (ST_STOP);
+ *   - a row whose text needs what only html.unescape or the bare-$ step of
+ *     html_to_index_text does (an HTML entity other than &amp; &lt; &gt; &quot; &nbsp; and
+ *     &#32;..&#126;, a '$' left after the formula spans) is returned with its HTML, kind
+ *     'q' or 'a', for html_to_index_text.
+ *
+ * The rules below are transcribed from those references, cited at each step: XML 1.0
+ * (attribute-value normalisation, section 3.3.3; end-of-line handling, 2.11; Char, 2.2),
+ * lucene_baseline/mathtext.py (the regexes _MATH_SPAN, _COMMAND, _TAG, _SYMBOL_WORDS,
+ * _TO_SPACE) and CPython's html.unescape and str.split (Lib/html/__init__.py,
+ * Py_UNICODE_ISSPACE). tests/test_baselines_postsconv.py compares both on generated rows.
+ *
+ * Output: for each row with PostTypeId 1 or 2, four NUL-terminated UTF-8 fields:
+ *   "1" id title-text ""  |  "q" id title-html ""  |  "2" id parent body-text  |  "a" id parent body-html
+ */
+#define _GNU_SOURCE /* memmem */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ST_DONE = 0, ST_STOP = 1, ST_FULL = 2, ST_NOMEM = 3 };
+enum { OK = 0, PYTHON = 1 };
+
+#define MAX_ATTRS 64
+/* A row longer than this goes to lxml: bounds this code's scratch memory (7x a row). */
+#define MAX_ROW (16u << 20)
+
+typedef unsigned char uc;
+
+typedef struct {
+    uc *p;
+    size_t n, cap;
+} buf;
+
+static int reserve(buf *b, size_t extra) {
+    if (b->n + extra <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + extra) cap *= 2;
+    uc *p = realloc(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+static inline void put(buf *b, const void *s, size_t n) {
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+/* Bytes copied as they are: in an attribute value (XML_PLAIN), in text (TEXT_PLAIN). */
+static uc XML_PLAIN[256], TEXT_PLAIN[256];
+
+static inline int is_blank(uc c) { /* XML's S (2.3) */
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Length of a valid UTF-8 sequence at s (n bytes left) that is an XML Char (2.2), or 0. */
+static size_t utf8_char(const uc *s, size_t n) {
+    uc c = s[0];
+    if (c < 0xC2) return 0; /* continuation byte or overlong 2-byte lead */
+    if (c < 0xE0) {
+        if (n < 2 || (s[1] & 0xC0) != 0x80) return 0;
+        return 2;
+    }
+    if (c < 0xF0) {
+        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        uint32_t cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
+        return 3;
+    }
+    if (c < 0xF5) {
+        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+        uint32_t cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+                      ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        if (cp < 0x10000 || cp > 0x10FFFF) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+static size_t put_utf8(uc *d, uint32_t cp) {
+    if (cp < 0x80) { d[0] = (uc)cp; return 1; }
+    if (cp < 0x800) { d[0] = (uc)(0xC0 | (cp >> 6)); d[1] = (uc)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        d[0] = (uc)(0xE0 | (cp >> 12)); d[1] = (uc)(0x80 | ((cp >> 6) & 0x3F)); d[2] = (uc)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    d[0] = (uc)(0xF0 | (cp >> 18)); d[1] = (uc)(0x80 | ((cp >> 12) & 0x3F));
+    d[2] = (uc)(0x80 | ((cp >> 6) & 0x3F)); d[3] = (uc)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static int xml_char(uint32_t cp) { /* XML 1.0 production [2] Char */
+    return cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+           (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+}
+
+/* s (n bytes) starts with the string literal lit (its length known at compile time) */
+#define starts(s, n, lit) ((n) >= sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
+
+/* An attribute value as the XML parser reports it: references replaced, literal blanks
+ * normalised to spaces (3.3.3; a literal CR LF is one line end, 2.11). Writes at most n
+ * bytes to d (d may be NULL to only check). Returns the length, or -1: not for this code. */
+static long xml_value(const uc *s, size_t n, uc *d) {
+    size_t i = 0, o = 0;
+    while (i < n) {
+        size_t run = i;
+        while (i < n && XML_PLAIN[s[i]]) i++;
+        if (i > run) {
+            if (d) memcpy(d + o, s + run, i - run);
+            o += i - run;
+            if (i >= n) break;
+        }
+        uc c = s[i];
+        if (c == '&') {
+            const uc *e = s + i + 1;
+            size_t left = n - i - 1;
+            uint32_t cp;
+            size_t used;
+            if (starts(e, left, "lt;")) { cp = '<'; used = 3; }
+            else if (starts(e, left, "gt;")) { cp = '>'; used = 3; }
+            else if (starts(e, left, "amp;")) { cp = '&'; used = 4; }
+            else if (starts(e, left, "quot;")) { cp = '"'; used = 5; }
+            else if (starts(e, left, "apos;")) { cp = '\''; used = 5; }
+            else if (left >= 3 && e[0] == '#') {
+                int hex = e[1] == 'x';
+                size_t k = hex ? 2 : 1, digits = 0;
+                cp = 0;
+                while (k < left && e[k] != ';') {
+                    uc h = e[k];
+                    uint32_t v;
+                    if (h >= '0' && h <= '9') v = h - '0';
+                    else if (hex && h >= 'a' && h <= 'f') v = h - 'a' + 10;
+                    else if (hex && h >= 'A' && h <= 'F') v = h - 'A' + 10;
+                    else return -1;
+                    cp = cp * (hex ? 16 : 10) + v;
+                    if (cp > 0x10FFFF) return -1;
+                    k++;
+                    digits++;
+                }
+                if (k >= left || digits == 0 || !xml_char(cp)) return -1;
+                used = k + 1;
+            } else {
+                return -1;
+            }
+            if (d) o += put_utf8(d + o, cp);
+            else o += 4;
+            i += 1 + used;
+        } else if (c < 0x20) {
+            if (c == '\t' || c == '\n') { if (d) d[o] = ' '; o++; i++; }
+            else if (c == '\r') {
+                if (d) d[o] = ' ';
+                o++;
+                i += (i + 1 < n && s[i + 1] == '\n') ? 2 : 1;
+            } else return -1;
+        } else if (c == '<') {
+            return -1;
+        } else {
+            size_t k = utf8_char(s + i, n - i);
+            if (!k) return -1;
+            if (d) memcpy(d + o, s + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    return (long)o;
+}
+
+/* ---- html.unescape, the entities this code knows (CPython Lib/html/__init__.py: the
+ * pattern &(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?) and the html5 table). */
+static int html_unescape(const uc *s, size_t n, buf *out) {
+    if (!reserve(out, n)) return -1;
+    size_t i = 0;
+    while (i < n) {
+        const uc *amp = memchr(s + i, '&', n - i);
+        if (!amp) { put(out, s + i, n - i); break; }
+        size_t a = (size_t)(amp - s);
+        put(out, s + i, a - i);
+        const uc *e = s + a + 1;
+        size_t left = n - a - 1;
+        i = a + 1;
+        if (left == 0) { put(out, "&", 1); continue; }
+        uc d = e[0];
+        if (d == '\t' || d == '\n' || d == '\f' || d == ' ' || d == '<' || d == '&' || d == ';') {
+            put(out, "&", 1); /* no entity can start here: the & stays */
+            continue;
+        }
+        if (starts(e, left, "amp;")) { put(out, "&", 1); i += 4; }
+        else if (starts(e, left, "lt;")) { put(out, "<", 1); i += 3; }
+        else if (starts(e, left, "gt;")) { put(out, ">", 1); i += 3; }
+        else if (starts(e, left, "quot;")) { put(out, "\"", 1); i += 5; }
+        else if (starts(e, left, "nbsp;")) { put(out, "\xC2\xA0", 2); i += 5; }
+        else if (d == '#' && left >= 3 && e[1] >= '0' && e[1] <= '9') {
+            /* decimal, printable ASCII, with its ';': chr(n) (no special case applies) */
+            uint32_t v = 0;
+            size_t k = 1;
+            while (k < left && k < 5 && e[k] >= '0' && e[k] <= '9') v = v * 10 + (e[k++] - '0');
+            if (k >= left || e[k] != ';' || v < 0x20 || v > 0x7E) return PYTHON;
+            uc ch = (uc)v;
+            put(out, &ch, 1);
+            i += k + 1;
+        } else {
+            return PYTHON;
+        }
+    }
+    return OK;
+}
+
+/* ---- mathtext._latex_words: _COMMAND (\\([A-Za-z]+)|\\.) to words, _SYMBOL_WORDS, _TO_SPACE */
+static const char *const SYMBOL_WORDS[128] = {
+    ['^'] = " sup ", ['_'] = " sub ", ['='] = " eq ", ['+'] = " plus ", ['-'] = " minus ",
+    ['*'] = " times ", ['/'] = " slash ", ['<'] = " lt ", ['>'] = " gt ", ['!'] = " fact ",
+    ['|'] = " vbar ", ['\''] = " prime ",
+    ['{'] = " ", ['}'] = " ", ['['] = " ", [']'] = " ", ['('] = " ", [')'] = " ", [';'] = " ",
+    [','] = " ", ['&'] = " ", ['~'] = " ", [':'] = " ", ['$'] = " ",
+};
+static uc SYMBOL_LEN[128]; /* strlen of SYMBOL_WORDS, filled once */
+static const char *const LAYOUT[] = {
+    "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "quad", "qquad",
+    "displaystyle", "textstyle", "scriptstyle", "limits", "nolimits", "mathrm", "text", "textrm",
+    "operatorname", "mbox", "hspace", "vspace", NULL,
+};
+
+static uc LAYOUT_LEN[sizeof LAYOUT / sizeof *LAYOUT];
+
+static void init_tables(void) {
+    static int done;
+    if (done) return;
+    for (int c = 0; c < 128; c++) SYMBOL_LEN[c] = SYMBOL_WORDS[c] ? (uc)strlen(SYMBOL_WORDS[c]) : 0;
+    for (size_t w = 0; LAYOUT[w]; w++) LAYOUT_LEN[w] = (uc)strlen(LAYOUT[w]);
+    for (int c = 0; c < 256; c++) {
+        XML_PLAIN[c] = c >= 0x20 && c < 0x80 && c != '&' && c != '<';
+        TEXT_PLAIN[c] = c >= 0x21 && c < 0x80 && c != '<' && c != '&' && c != '$';
+    }
+    done = 1;
+}
+
+static int is_layout(const uc *s, size_t n) {
+    for (size_t w = 0; LAYOUT[w]; w++)
+        if (LAYOUT_LEN[w] == n && memcmp(LAYOUT[w], s, n) == 0) return 1;
+    return 0;
+}
+
+static inline int is_letter(uc c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/* Appends the LaTeX's words; at most 7 bytes per input byte (" prime "). */
+static void latex_words(const uc *s, size_t n, buf *out) {
+    size_t i = 0;
+    while (i < n) {
+        uc c = s[i];
+        if (c == '\\') {
+            if (i + 1 < n && is_letter(s[i + 1])) {
+                size_t k = i + 1;
+                while (k < n && is_letter(s[k])) k++;
+                if (is_layout(s + i + 1, k - i - 1)) put(out, " ", 1);
+                else {
+                    put(out, " ", 1);
+                    put(out, s + i + 1, k - i - 1);
+                    put(out, " ", 1);
+                }
+                i = k;
+            } else if (i + 1 < n && s[i + 1] != '\n') { /* "." is any character but a line feed */
+                uc d = s[i + 1];
+                size_t k = d < 0x80 ? 1 : (d < 0xE0 ? 2 : (d < 0xF0 ? 3 : 4)); /* one code point */
+                put(out, " ", 1);
+                i += 1 + k;
+            } else {
+                put(out, "\\", 1);
+                i++;
+            }
+        } else if (c < 0x80 && SYMBOL_WORDS[c]) {
+            put(out, SYMBOL_WORDS[c], SYMBOL_LEN[c]);
+            i++;
+        } else {
+            out->p[out->n++] = c;
+            i++;
+        }
+    }
+}
+
+static const uc *find(const uc *s, size_t n, const char *lit) {
+    size_t k = strlen(lit);
+    return k <= n ? memmem(s, n, lit, k) : NULL;
+}
+
+#define SPAN_OPEN "<span class=\"math-container\""
+
+/* mathtext._formulas_to_words: each _MATH_SPAN match, i.e. SPAN_OPEN, up to the first '>',
+ * the LaTeX up to the first "</span>" after it, replaced by " " + words + " ". */
+static int formulas_to_words(const uc *s, size_t n, buf *out, buf *tmp) {
+    size_t pos = 0;
+    for (;;) {
+        const uc *open = find(s + pos, n - pos, SPAN_OPEN);
+        const uc *gt = open ? memchr(open, '>', (size_t)(s + n - open)) : NULL;
+        const uc *close = gt ? find(gt + 1, (size_t)(s + n - gt - 1), "</span>") : NULL;
+        if (!close) { /* no match here, and none further: every later match needs these too */
+            if (!reserve(out, n - pos)) return -1;
+            put(out, s + pos, n - pos);
+            return OK;
+        }
+        size_t before = (size_t)(open - s) - pos;
+        if (!reserve(out, before)) return -1;
+        put(out, s + pos, before);
+        tmp->n = 0;
+        int r = html_unescape(gt + 1, (size_t)(close - gt - 1), tmp);
+        if (r != OK) return r;
+        if (!reserve(out, 7 * tmp->n + 2)) return -1;
+        put(out, " ", 1);
+        latex_words(tmp->p, tmp->n, out);
+        put(out, " ", 1);
+        pos = (size_t)(close - s) + 7;
+    }
+}
+
+/* Bytes of the Python whitespace character (str.split()) at s, or 0. */
+static inline size_t space_at(const uc *s, size_t n) {
+    uc c = s[0];
+    if (c < 0x80) return (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) ? 1 : 0;
+    if (c == 0xC2 && n >= 2 && (s[1] == 0x85 || s[1] == 0xA0)) return 2;
+    if (c == 0xE1 && n >= 3 && s[1] == 0x9A && s[2] == 0x80) return 3;
+    if (c == 0xE2 && n >= 3 && s[1] == 0x80 && (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
+        return 3;
+    if (c == 0xE2 && n >= 3 && s[1] == 0x81 && s[2] == 0x9F) return 3;
+    if (c == 0xE3 && n >= 3 && s[1] == 0x80 && s[2] == 0x80) return 3;
+    return 0;
+}
+
+/* _TAG.sub(" ", s) (<[^>]+>), then html.unescape, then " ".join(split()), in one pass:
+ * a tag becomes a space and no entity spans a space, so unescaping the text between the
+ * tags is the same; PYTHON at what html_unescape leaves to Python, or at a '$' (the
+ * _INLINE_MATH step reads the text again). Writes out (never longer than s). */
+static int tags_entities_words(const uc *s, size_t n, buf *out) {
+    out->n = 0;
+    if (!reserve(out, n + 1)) return -1;
+    uc *d = out->p;
+    size_t i = 0, o = 0;
+    int pending = 0, no_gt = 0;
+    while (i < n) {
+        uc c = s[i];
+        if (TEXT_PLAIN[c]) { /* the common case: a run of plain bytes */
+            if (pending) { d[o++] = ' '; pending = 0; }
+            size_t run = i;
+            while (i < n && TEXT_PLAIN[s[i]]) i++;
+            memcpy(d + o, s + run, i - run);
+            o += i - run;
+            continue;
+        }
+        if (c == '<' && !no_gt && i + 1 < n && s[i + 1] != '>') {
+            const uc *gt = memchr(s + i + 1, '>', n - i - 1);
+            if (gt) {
+                pending = o > 0;
+                i = (size_t)(gt - s) + 1;
+                continue;
+            }
+            no_gt = 1; /* no tag starts here or later */
+        }
+        if (c == '&') {
+            const uc *e = s + i + 1;
+            size_t left = n - i - 1;
+            uc d0 = left ? e[0] : 0;
+            uc ch = '&';
+            if (!left || d0 == '\t' || d0 == '\n' || d0 == '\f' || d0 == ' ' || d0 == '<' || d0 == '&' || d0 == ';') {
+                i++; /* no entity starts here: the & stays */
+            } else if (starts(e, left, "amp;")) { i += 5; }
+            else if (starts(e, left, "lt;")) { ch = '<'; i += 4; }
+            else if (starts(e, left, "gt;")) { ch = '>'; i += 4; }
+            else if (starts(e, left, "quot;")) { ch = '"'; i += 6; }
+            else if (starts(e, left, "nbsp;")) { pending = o > 0; i += 6; continue; } /* U+00A0: a space */
+            else if (d0 == '#' && left >= 3 && e[1] >= '0' && e[1] <= '9') {
+                uint32_t v = 0;
+                size_t k = 1;
+                while (k < left && k < 5 && e[k] >= '0' && e[k] <= '9') v = v * 10 + (e[k++] - '0');
+                if (k >= left || e[k] != ';' || v < 0x20 || v > 0x7E) return PYTHON;
+                ch = (uc)v;
+                i += k + 2;
+                if (ch == ' ') { pending = o > 0; continue; }
+                if (ch == '$') return PYTHON;
+            } else {
+                return PYTHON;
+            }
+            if (pending) { d[o++] = ' '; pending = 0; }
+            d[o++] = ch;
+            continue;
+        }
+        if (c == '$') return PYTHON;
+        size_t k = space_at(s + i, n - i);
+        if (k) {
+            pending = o > 0;
+            i += k;
+            continue;
+        }
+        if (pending) { d[o++] = ' '; pending = 0; }
+        d[o++] = c;
+        i++;
+    }
+    out->n = o;
+    return OK;
+}
+
+typedef struct {
+    buf a, d, words;
+} scratch;
+
+/* mathtext.html_to_index_text(html) into out, or PYTHON. */
+static int index_text(const uc *s, size_t n, scratch *w, buf *out) {
+    w->a.n = 0;
+    int r = formulas_to_words(s, n, &w->a, &w->d);
+    if (r != OK) return r;
+    return tags_entities_words(w->a.p, w->a.n, out);
+}
+
+typedef struct {
+    const uc *name, *value;
+    size_t name_n, value_n;
+    int id; /* one of the A_ below */
+} attr;
+
+enum { A_OTHER, A_ID, A_POSTTYPEID, A_PARENTID, A_SCORE, A_ANSWERCOUNT, A_BODY, A_TITLE, A_COUNT };
+
+static int attr_id(const uc *s, size_t n) {
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+    switch (n) {
+    case 2: return IS("Id") ? A_ID : A_OTHER;
+    case 4: return IS("Body") ? A_BODY : A_OTHER;
+    case 5: return IS("Score") ? A_SCORE : IS("Title") ? A_TITLE : A_OTHER;
+    case 8: return IS("ParentId") ? A_PARENTID : A_OTHER;
+    case 10: return IS("PostTypeId") ? A_POSTTYPEID : A_OTHER;
+    case 11: return IS("AnswerCount") ? A_ANSWERCOUNT : A_OTHER;
+    default: return A_OTHER;
+    }
+#undef IS
+}
+
+/* Attributes that st_convert_rows decodes (which checks them) in a row of kind 1 or 2. */
+static int decoded(const attr *a, int answer) {
+    int id = a->id;
+    return id == A_ID || id == A_PARENTID || id == A_SCORE ||
+           (answer ? id == A_BODY : (id == A_ANSWERCOUNT || id == A_TITLE));
+}
+
+/* int() accepts it for sure: [+-]?[0-9]+ (anything else is left to Python). */
+static int plain_int(const uc *s, size_t n) {
+    size_t i = (n && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+    if (i == n) return 0;
+    for (; i < n; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return 1;
+}
+
+/* Scans one <row .../> at s[0] == '<'. Returns its length, 0 if it runs past n, -1 if it
+ * is not for this code; fills at[] (raw values) and *k. */
+static long scan_row(const uc *s, size_t n, attr *at, int *k, const attr **by_id) {
+    if (n < 5) return 0;
+    if (memcmp(s, "<row", 4) != 0) return -1;
+    size_t i = 4;
+    *k = 0;
+    for (int j = 0; j < A_COUNT; j++) by_id[j] = NULL;
+    for (;;) {
+        size_t blanks = i;
+        while (i < n && is_blank(s[i])) i++;
+        if (i >= n) return 0;
+        blanks = i - blanks;
+        if (s[i] == '/') {
+            if (i + 1 >= n) return 0;
+            return s[i + 1] == '>' ? (long)(i + 2) : -1;
+        }
+        if (!blanks || *k == MAX_ATTRS) return -1;
+        uc c = s[i];
+        if (!(is_letter(c) || c == '_')) return -1;
+        size_t name = i;
+        while (i < n && (is_letter(s[i]) || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' ||
+                         s[i] == '-'))
+            i++;
+        if (i >= n) return 0;
+        size_t name_n = i - name;
+        if (name_n >= 3 && (s[name] | 0x20) == 'x' && (s[name + 1] | 0x20) == 'm' && (s[name + 2] | 0x20) == 'l')
+            return -1; /* xmlns and friends change what the row is */
+        while (i < n && is_blank(s[i])) i++;
+        if (i >= n) return 0;
+        if (s[i] != '=') return -1;
+        i++;
+        while (i < n && is_blank(s[i])) i++;
+        if (i >= n) return 0;
+        if (s[i] != '"') return -1;
+        i++;
+        const uc *end = memchr(s + i, '"', n - i);
+        if (!end) return n - i > MAX_ROW ? -1 : 0;
+        size_t value_n = (size_t)(end - s) - i;
+        if (memchr(s + i, '<', value_n)) return -1;
+        for (int j = 0; j < *k; j++) /* a duplicate attribute is an XML error */
+            if (at[j].name_n == name_n && memcmp(at[j].name, s + name, name_n) == 0) return -1;
+        int id = attr_id(s + name, name_n);
+        at[*k] = (attr){s + name, s + i, name_n, value_n, id};
+        if (id != A_OTHER) by_id[id] = &at[*k];
+        (*k)++;
+        i += value_n + 1;
+        if (i > MAX_ROW) return -1;
+    }
+}
+
+/* Decodes an attribute into out (appending, NUL-terminated). Returns 0, -1 (no memory)
+ * or -2 (not a value this code vouches for). */
+static int put_value(const attr *a, buf *out) {
+    if (!a) {
+        if (!reserve(out, 1)) return -1;
+        out->p[out->n++] = 0;
+        return 0;
+    }
+    if (!reserve(out, a->value_n + 1)) return -1;
+    long m = xml_value(a->value, a->value_n, out->p + out->n);
+    if (m < 0) return -2;
+    out->n += (size_t)m;
+    out->p[out->n++] = 0;
+    return 0;
+}
+
+/* Converts the whole rows at in[0..n). *consumed: bytes fully handled (blanks included);
+ * *written: bytes of out used. final: no more bytes follow (a cut row is then a stop).
+ *   ST_DONE  all whole rows done (what is left is the start of a row cut by the end of in)
+ *   ST_STOP  in[*consumed] starts something this code leaves to lxml
+ *   ST_FULL  out has no room for the next row: drain it and call again from *consumed
+ *   ST_NOMEM malloc failed */
+int st_convert_rows(const uc *in, size_t n, int final, uc *out, size_t cap, size_t *consumed, size_t *written) {
+    static attr at[MAX_ATTRS];
+    init_tables();
+    scratch w = {0};
+    buf value = {0}, text = {0};
+    size_t i = 0, o = 0;
+    int status = ST_DONE;
+    *consumed = 0;
+    while (1) {
+        while (i < n && is_blank(in[i])) i++;
+        *consumed = i;
+        if (i >= n) break;
+        int k;
+        const attr *by_id[A_COUNT];
+        long len = scan_row(in + i, n - i, at, &k, by_id);
+        if (len == 0) { status = final ? ST_STOP : ST_DONE; break; }
+        if (len < 0) { status = ST_STOP; break; }
+        const attr *kind = by_id[A_POSTTYPEID];
+        if (!kind) { status = ST_STOP; break; } /* Python reports it */
+        if (memchr(kind->value, '&', kind->value_n)) { status = ST_STOP; break; } /* compare it decoded */
+        int post = kind->value_n == 1 && (kind->value[0] == '1' || kind->value[0] == '2');
+        int answer = post && kind->value[0] == '2';
+        /* every attribute must be well-formed for lxml to accept the row: the ones not decoded below */
+        int bad = 0;
+        for (int j = 0; j < k && !bad; j++)
+            if (!post || !decoded(&at[j], answer)) bad = xml_value(at[j].value, at[j].value_n, NULL) < 0;
+        if (bad) { status = ST_STOP; break; }
+        if (!post) {
+            i += (size_t)len; /* other post types are skipped */
+            *consumed = i;
+            continue;
+        }
+        /* Id, ParentId, Score, AnswerCount decoded, then checked as read_post_rows checks them */
+        value.n = 0;
+        const attr *ident = by_id[A_ID], *parent = by_id[A_PARENTID];
+        const attr *count = by_id[answer ? A_SCORE : A_ANSWERCOUNT], *score = by_id[A_SCORE];
+        int r = put_value(ident, &value);
+        if (!r) r = put_value(parent, &value);
+        if (!r) r = put_value(score, &value);
+        if (!r) r = put_value(count, &value);
+        if (r) { status = r == -1 ? ST_NOMEM : ST_STOP; break; }
+        const uc *v_id = value.p, *v_parent = v_id + strlen((char *)v_id) + 1;
+        const uc *v_score = v_parent + strlen((char *)v_parent) + 1;
+        const uc *v_count = v_score + strlen((char *)v_score) + 1;
+        if (!*v_id || (answer && !*v_parent) || (*v_score && !plain_int(v_score, strlen((char *)v_score))) ||
+            (!answer && *v_count && !plain_int(v_count, strlen((char *)v_count)))) {
+            status = ST_STOP;
+            break;
+        }
+        /* the HTML: Body of an answer, Title of a question */
+        const attr *html = by_id[answer ? A_BODY : A_TITLE];
+        text.n = 0;
+        if ((r = put_value(html, &text)) != 0) { status = r == -1 ? ST_NOMEM : ST_STOP; break; }
+        size_t html_n = text.n - 1;
+        /* out: kind, id, (parent,) text: at most the HTML's length or the words' */
+        size_t id_n = strlen((char *)v_id), parent_n = answer ? strlen((char *)v_parent) : 0;
+        w.words.n = 0;
+        int conv = html_n ? index_text(text.p, html_n, &w, &w.words) : OK;
+        if (conv < 0) { status = ST_NOMEM; break; }
+        const uc *body = conv == OK ? w.words.p : text.p;
+        size_t body_n = conv == OK ? w.words.n : html_n;
+        size_t need = 2 + id_n + 1 + (answer ? parent_n + 1 : 0) + body_n + 1 + (answer ? 0 : 1);
+        if (o + need > cap) {
+            status = ST_FULL;
+            break;
+        }
+        out[o++] = answer ? (conv == OK ? '2' : 'a') : (conv == OK ? '1' : 'q');
+        out[o++] = 0;
+        memcpy(out + o, v_id, id_n + 1);
+        o += id_n + 1;
+        if (answer) {
+            memcpy(out + o, v_parent, parent_n + 1);
+            o += parent_n + 1;
+        }
+        if (body_n) memcpy(out + o, body, body_n);
+        o += body_n;
+        out[o++] = 0;
+        if (!answer) out[o++] = 0;
+        i += (size_t)len;
+        *consumed = i;
+    }
+    free(w.a.p); free(w.d.p); free(w.words.p);
+    free(value.p); free(text.p);
+    *written = o;
+    return status;
+}
