@@ -22,12 +22,11 @@ sys.path.insert(0, str(REPO / "baselines" / "lucene"))
 
 from lucene_baseline import arqmath, postsconv  # noqa: E402
 from lucene_baseline.jsonl import ShardedJsonl  # noqa: E402
-from lucene_baseline.mathtext import html_to_index_text  # noqa: E402
 
 from sharedtask.errors import FormatError  # noqa: E402
 from sharedtask.formats import arqmath as formats_arqmath  # noqa: E402
 from sharedtask.formats._ranges import ByteRange  # noqa: E402
-from sharedtask.formats.arqmath import posts_frame, read_post_rows  # noqa: E402
+from sharedtask.formats.arqmath import posts_frame  # noqa: E402
 
 HEAD = b'<?xml version="1.0" encoding="utf-8"?>\n<posts>\n'
 SAMPLE = REPO / "tasks" / "samples" / "arqmath-task1" / "input" / "Posts.xml"
@@ -94,30 +93,26 @@ def files(draw: st.DrawFn) -> bytes:
     return HEAD + body + b"\n</posts>\n"
 
 
-def _python_rows(path: Path) -> list[tuple[str, str, str, str]] | type[FormatError]:
-    frame = posts_frame(path)
+Part = tuple[dict[str, str], bytes] | type[FormatError]
+
+
+def _python_part(path: Path, target: Path) -> Part:
+    """The part file and titles of the whole file, by lxml and html_to_index_text (no frame: no C)."""
     try:
-        return [(kind, ident, html_to_index_text(other) if kind == "1" else other,
-                 html_to_index_text(body) if kind == "2" else body)
-                for kind, ident, other, body in read_post_rows(ByteRange(path, 0, None), frame)]
+        titles = arqmath.convert_range((ByteRange(path, 0, None), None, target))
     except FormatError:
         return FormatError
+    return titles, target.read_bytes()
 
 
-def _c_rows(path: Path, counts: postsconv.Counts | None = None) -> list[tuple[str, str, str, str]] | type[FormatError]:
+def _c_part(path: Path, target: Path, counts: postsconv.Counts | None = None) -> Part:
     frame = posts_frame(path)
     assert frame is not None
-    out = []
     try:
-        for kind, ident, other, body in postsconv.rows(ByteRange(path, 0, None), frame, counts):
-            if kind == "q":
-                kind, other = "1", html_to_index_text(other)
-            elif kind == "a":
-                kind, body = "2", html_to_index_text(body)
-            out.append((kind, ident, other, body))
+        titles = postsconv.convert_range(ByteRange(path, 0, None), frame, target, counts)
     except FormatError:
         return FormatError
-    return out
+    return titles, target.read_bytes()
 
 
 def test_the_library_is_built_here() -> None:
@@ -134,7 +129,7 @@ def test_rows_equal_lxml_and_python(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(postsconv, "OUT_SLACK", slack)
     path = tmp_path / "Posts.xml"
     path.write_bytes(data)
-    assert _c_rows(path) == _python_rows(path)
+    assert _c_part(path, tmp_path / "c.part") == _python_part(path, tmp_path / "python.part")
 
 
 def _collection(n: int) -> bytes:
@@ -160,7 +155,7 @@ def test_every_path_is_taken_on_one_file(tmp_path: Path, monkeypatch: pytest.Mon
     path.write_bytes(_collection(1000))
     monkeypatch.setattr(postsconv, "BLOCK", 1000)
     counts = postsconv.Counts()
-    assert _c_rows(path, counts) == _python_rows(path)
+    assert _c_part(path, tmp_path / "c.part", counts) == _python_part(path, tmp_path / "python.part")
     assert counts.c_rows > 900  # the common case is read in C
     assert counts.python_rows >= 20  # &copy; is left to html_to_index_text
     assert counts.lxml_windows >= 10 + 7  # comments and single quotes (and the end tag)
@@ -188,7 +183,7 @@ def test_conversion_with_and_without_c_writes_the_same_shards(tmp_path: Path, mo
 
 def test_the_bundled_sample(tmp_path: Path) -> None:
     counts = postsconv.Counts()
-    assert _c_rows(SAMPLE, counts) == _python_rows(SAMPLE)
+    assert _c_part(SAMPLE, tmp_path / "c.part", counts) == _python_part(SAMPLE, tmp_path / "python.part")
     assert counts.c_rows > 0
 
 

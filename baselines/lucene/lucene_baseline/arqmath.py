@@ -69,6 +69,8 @@ def convert_posts(posts: Path, out: ShardedJsonl, spill_dir: Path, workers: int 
     :func:`convert_posts_serial`'s, which takes over when the range reader refuses the file.
     """
     frame = posts_frame(posts)
+    if frame is not None:
+        postsconv.library()  # built (if it must be) once, before the workers fork
     ranges = split_posts(posts, workers + 1 if workers > 0 else 1)
     jobs = [(part, frame, spill_dir / f"posts-part-{i:02d}.jsonl") for i, part in enumerate(ranges)]
     log.info("converting %d ranges of %s in %d processes", len(jobs), posts.name, max(1, workers + 1))
@@ -91,38 +93,29 @@ def convert_range(job: tuple[ByteRange, PostsFrame | None, Path]) -> dict[str, s
     """One range into one part file (runs in a worker process); returns its question titles.
 
     A part line is a JSONL document, or, for an answer whose question is not in this
-    range before it, a tab and ``[answer id, question id, body text]`` as JSON. Rows come
-    from the C converter (:mod:`lucene_baseline.postsconv`) when it is available, with
-    their text already converted where it could do that; else from lxml.
+    range before it, a tab and ``[answer id, question id, body text]`` as JSON. The C
+    converter (:mod:`lucene_baseline.postsconv`) writes the same file when it is available.
     """
     part, frame, target = job
-    counts = postsconv.Counts()
     if frame is not None and postsconv.library() is not None:
-        rows: Iterator[postsconv.Row] = postsconv.rows(part, frame, counts)
-    else:
-        rows = (("q" if kind == "1" else "a", ident, other, body) for kind, ident, other, body
-                in read_post_rows(part, frame))
-    titles: dict[str, str] = {}
-    with open(target, "w", encoding="utf-8", buffering=1 << 20) as f:
-        write = f.write
-        for kind, ident, other, text in rows:
-            if kind == "1":
-                titles[ident] = other
-                continue
-            if kind == "q":
-                titles[ident] = html_to_index_text(other)
-                continue
-            if kind == "a":
-                text = html_to_index_text(text)
-            title = titles.get(other)
-            if title is None:
-                write("\t" + json.dumps([ident, other, text]) + "\n")
-            else:
-                write(json_line(ident, f"{title} {text}"))
-    if counts.c_rows:
+        counts = postsconv.Counts()
+        titles = postsconv.convert_range(part, frame, target, counts)
         log.info("bytes %s-%s: %d rows converted in C, %d in Python, %d stretches read by lxml",
                  part.start, part.end if part.end is not None else "end", counts.c_rows,
                  counts.python_rows, counts.lxml_windows)
+        return titles
+    titles = {}
+    with open(target, "w", encoding="utf-8", buffering=1 << 20) as f:
+        write = f.write
+        for kind, ident, other, body in read_post_rows(part, frame):
+            if kind == "1":
+                titles[ident] = html_to_index_text(other)
+                continue
+            title = titles.get(other)
+            if title is None:
+                write("\t" + json.dumps([ident, other, html_to_index_text(body)]) + "\n")
+            else:
+                write(json_line(ident, f"{title} {html_to_index_text(body)}"))
     return titles
 
 

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ST_DONE = 0, ST_STOP = 1, ST_FULL = 2, ST_NOMEM = 3 };
+enum { ST_DONE = 0, ST_STOP = 1, ST_FULL = 2, ST_NOMEM = 3, ST_YIELD = 4 };
 enum { OK = 0, PYTHON = 1 };
 
 #define MAX_ATTRS 64
@@ -526,20 +526,169 @@ static int put_value(const attr *a, buf *out) {
     return 0;
 }
 
-/* Converts the whole rows at in[0..n). *consumed: bytes fully handled (blanks included);
- * *written: bytes of out used. final: no more bytes follow (a cut row is then a stop).
+/* ---- JSON as CPython's json.encoder.encode_basestring_ascii writes it (Modules/_json.c,
+ * ascii_escape_unichar): printable ASCII as it is but " and \, short escapes for \b \f \n
+ * \r \t, everything else \u with four lower-case hex digits (a surrogate pair above
+ * U+FFFF). s is valid UTF-8. At most 6 bytes out per byte in. */
+static size_t json_escape(const uc *s, size_t n, uc *d) {
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0, o = 0;
+    while (i < n) {
+        size_t run = i;
+        while (i < n && s[i] >= 0x20 && s[i] < 0x7F && s[i] != '"' && s[i] != '\\') i++;
+        memcpy(d + o, s + run, i - run);
+        o += i - run;
+        if (i >= n) break;
+        uc c = s[i];
+        uint32_t cp;
+        if (c == '"' || c == '\\') { d[o++] = '\\'; d[o++] = c; i++; continue; }
+        if (c == '\b') { d[o++] = '\\'; d[o++] = 'b'; i++; continue; }
+        if (c == '\f') { d[o++] = '\\'; d[o++] = 'f'; i++; continue; }
+        if (c == '\n') { d[o++] = '\\'; d[o++] = 'n'; i++; continue; }
+        if (c == '\r') { d[o++] = '\\'; d[o++] = 'r'; i++; continue; }
+        if (c == '\t') { d[o++] = '\\'; d[o++] = 't'; i++; continue; }
+        if (c < 0x80) { cp = c; i++; }
+        else if (c < 0xE0) { cp = ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F); i += 2; }
+        else if (c < 0xF0) {
+            cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+            i += 3;
+        } else {
+            cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
+                 ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+            i += 4;
+        }
+        uint32_t units[2] = {cp, 0};
+        int k = 1;
+        if (cp >= 0x10000) {
+            units[0] = 0xD800 | ((cp - 0x10000) >> 10);
+            units[1] = 0xDC00 | ((cp - 0x10000) & 0x3FF);
+            k = 2;
+        }
+        for (int u = 0; u < k; u++) {
+            d[o++] = '\\'; d[o++] = 'u';
+            d[o++] = hex[(units[u] >> 12) & 0xF]; d[o++] = hex[(units[u] >> 8) & 0xF];
+            d[o++] = hex[(units[u] >> 4) & 0xF]; d[o++] = hex[units[u] & 0xF];
+        }
+    }
+    return o;
+}
+
+/* ---- question titles of the range, by question id: JSON-escaped index text. A later
+ * question with the same id replaces the title, as the Python dict does. */
+typedef struct {
+    uc *key, *value; /* value NULL: a free slot */
+    size_t key_n, value_n;
+    uint64_t hash;
+} slot;
+
+typedef struct {
+    slot *slots;
+    size_t cap, used;
+    scratch w;
+    buf value, text, esc;
+} state;
+
+static uint64_t fnv1a(const uc *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static slot *lookup(state *st, const uc *key, size_t n, uint64_t h) {
+    size_t mask = st->cap - 1, i = h & mask;
+    while (st->slots[i].value && !(st->slots[i].hash == h && st->slots[i].key_n == n &&
+                                    memcmp(st->slots[i].key, key, n) == 0))
+        i = (i + 1) & mask;
+    return &st->slots[i];
+}
+
+static const slot *title_of(state *st, const uc *key, size_t n) {
+    if (!st->used) return NULL;
+    slot *sl = lookup(st, key, n, fnv1a(key, n));
+    return sl->value ? sl : NULL;
+}
+
+/* 0, or -1 (no memory). */
+static int set_title(state *st, const uc *key, size_t n, const uc *value, size_t value_n) {
+    if (2 * (st->used + 1) > st->cap) { /* grow: at most half full */
+        size_t cap = st->cap ? 2 * st->cap : 1024;
+        slot *old = st->slots, *slots = calloc(cap, sizeof *slots);
+        if (!slots) return -1;
+        size_t old_cap = st->cap;
+        st->slots = slots;
+        st->cap = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].value) *lookup(st, old[i].key, old[i].key_n, old[i].hash) = old[i];
+        free(old);
+    }
+    uint64_t h = fnv1a(key, n);
+    slot *sl = lookup(st, key, n, h);
+    uc *v = malloc(value_n + 1), *k = sl->value ? sl->key : malloc(n + 1);
+    if (!v || !k) { free(v); if (!sl->value) free(k); return -1; }
+    if (sl->value) free(sl->value);
+    else {
+        memcpy(k, key, n);
+        sl->key = k;
+        sl->key_n = n;
+        sl->hash = h;
+        st->used++;
+    }
+    memcpy(v, value, value_n);
+    v[value_n] = 0; /* never NULL, even for an empty title */
+    sl->value = v;
+    sl->value_n = value_n;
+    return 0;
+}
+
+void *st_new(void) {
+    init_tables();
+    return calloc(1, sizeof(state));
+}
+
+void st_free(void *handle) {
+    state *st = handle;
+    if (!st) return;
+    for (size_t i = 0; i < st->cap; i++)
+        if (st->slots[i].value) { free(st->slots[i].key); free(st->slots[i].value); }
+    free(st->slots);
+    free(st->w.a.p); free(st->w.d.p); free(st->w.words.p);
+    free(st->value.p); free(st->text.p); free(st->esc.p);
+    free(st);
+}
+
+/* A question title that Python converted (a "q" record): JSON-escaped. 0, or -1. */
+int st_add_title(void *handle, const uc *id, size_t id_n, const uc *title, size_t title_n) {
+    return set_title(handle, id, id_n, title, title_n);
+}
+
+/* Converts the whole rows at in[0..n) into records of four NUL-terminated fields:
+ *   "J" lines "" ""          answers whose question this range has seen: JSONL lines
+ *                            (lucene_baseline.jsonl.json_line of id, "title text"), one
+ *                            record for a run of them
+ *   "1" id title ""          a question (its title also kept here for its answers)
+ *   "q" id title-html ""     a question whose title needs Python: the call ends after
+ *                            it, so that Python's title (st_add_title) is known to the rows after it
+ *   "d" id parent text       an answer whose question this range has not seen (yet)
+ *   "a" id parent body-html  an answer whose text needs Python
+ * *consumed: bytes fully handled (blanks included); *written: bytes of out used.
+ * final: no more bytes follow (a cut row is then a stop).
  *   ST_DONE  all whole rows done (what is left is the start of a row cut by the end of in)
  *   ST_STOP  in[*consumed] starts something this code leaves to lxml
  *   ST_FULL  out has no room for the next row: drain it and call again from *consumed
- *   ST_NOMEM malloc failed */
-int st_convert_rows(const uc *in, size_t n, int final, uc *out, size_t cap, size_t *consumed, size_t *written) {
+ *   ST_NOMEM malloc failed
+ *   ST_YIELD a "q" record was written: handle it, then call again from *consumed */
+int st_convert_rows(void *handle, const uc *in, size_t n, int final, uc *out, size_t cap, size_t *consumed,
+                    size_t *written) {
     static attr at[MAX_ATTRS];
-    init_tables();
-    scratch w = {0};
-    buf value = {0}, text = {0};
+    state *st = handle;
+    scratch *w = &st->w;
     size_t i = 0, o = 0;
-    int status = ST_DONE;
+    int status = ST_DONE, run = 0; /* run: a "J" record is open (its lines end at o) */
     *consumed = 0;
+    *written = 0;
+#define CLOSE_RUN() do { if (run) { out[o++] = 0; out[o++] = 0; out[o++] = 0; run = 0; } } while (0)
+    if (cap < 8) return ST_FULL;
+    cap -= 4; /* room to close a run, whatever stops the loop */
     while (1) {
         while (i < n && is_blank(in[i])) i++;
         *consumed = i;
@@ -565,15 +714,16 @@ int st_convert_rows(const uc *in, size_t n, int final, uc *out, size_t cap, size
             continue;
         }
         /* Id, ParentId, Score, AnswerCount decoded, then checked as read_post_rows checks them */
-        value.n = 0;
+        buf *value = &st->value, *text = &st->text;
+        value->n = 0;
         const attr *ident = by_id[A_ID], *parent = by_id[A_PARENTID];
         const attr *count = by_id[answer ? A_SCORE : A_ANSWERCOUNT], *score = by_id[A_SCORE];
-        int r = put_value(ident, &value);
-        if (!r) r = put_value(parent, &value);
-        if (!r) r = put_value(score, &value);
-        if (!r) r = put_value(count, &value);
+        int r = put_value(ident, value);
+        if (!r) r = put_value(parent, value);
+        if (!r) r = put_value(score, value);
+        if (!r) r = put_value(count, value);
         if (r) { status = r == -1 ? ST_NOMEM : ST_STOP; break; }
-        const uc *v_id = value.p, *v_parent = v_id + strlen((char *)v_id) + 1;
+        const uc *v_id = value->p, *v_parent = v_id + strlen((char *)v_id) + 1;
         const uc *v_score = v_parent + strlen((char *)v_parent) + 1;
         const uc *v_count = v_score + strlen((char *)v_score) + 1;
         if (!*v_id || (answer && !*v_parent) || (*v_score && !plain_int(v_score, strlen((char *)v_score))) ||
@@ -583,38 +733,60 @@ int st_convert_rows(const uc *in, size_t n, int final, uc *out, size_t cap, size
         }
         /* the HTML: Body of an answer, Title of a question */
         const attr *html = by_id[answer ? A_BODY : A_TITLE];
-        text.n = 0;
-        if ((r = put_value(html, &text)) != 0) { status = r == -1 ? ST_NOMEM : ST_STOP; break; }
-        size_t html_n = text.n - 1;
-        /* out: kind, id, (parent,) text: at most the HTML's length or the words' */
+        text->n = 0;
+        if ((r = put_value(html, text)) != 0) { status = r == -1 ? ST_NOMEM : ST_STOP; break; }
+        size_t html_n = text->n - 1;
         size_t id_n = strlen((char *)v_id), parent_n = answer ? strlen((char *)v_parent) : 0;
-        w.words.n = 0;
-        int conv = html_n ? index_text(text.p, html_n, &w, &w.words) : OK;
+        w->words.n = 0;
+        int conv = html_n ? index_text(text->p, html_n, w, &w->words) : OK;
         if (conv < 0) { status = ST_NOMEM; break; }
-        const uc *body = conv == OK ? w.words.p : text.p;
-        size_t body_n = conv == OK ? w.words.n : html_n;
-        size_t need = 2 + id_n + 1 + (answer ? parent_n + 1 : 0) + body_n + 1 + (answer ? 0 : 1);
-        if (o + need > cap) {
-            status = ST_FULL;
-            break;
+        const uc *body = conv == OK ? w->words.p : text->p;
+        size_t body_n = conv == OK ? w->words.n : html_n;
+        const slot *title = answer && conv == OK ? title_of(st, v_parent, parent_n) : NULL;
+        if (title) { /* a JSONL line in the open run: {"id": "ID", "contents": "TITLE TEXT"}\n */
+            size_t need = (run ? 0 : 2) + 6 * (id_n + body_n) + title->value_n + 32 + 4;
+            if (o + need > cap) { status = ST_FULL; break; }
+            if (!run) { out[o++] = 'J'; out[o++] = 0; run = 1; }
+            memcpy(out + o, "{\"id\": \"", 8); o += 8;
+            o += json_escape(v_id, id_n, out + o);
+            memcpy(out + o, "\", \"contents\": \"", 16); o += 16;
+            memcpy(out + o, title->value, title->value_n); o += title->value_n;
+            out[o++] = ' ';
+            o += json_escape(body, body_n, out + o);
+            memcpy(out + o, "\"}\n", 3); o += 3;
+        } else {
+            size_t need = 4 + 2 + id_n + 1 + (answer ? parent_n + 1 : 0) + body_n + 1 + (answer ? 0 : 1);
+            if (o + need > cap) { status = ST_FULL; break; }
+            CLOSE_RUN();
+            if (!answer && conv == OK) { /* keep the title for the answers that follow */
+                if (!reserve(&st->esc, 6 * body_n + 1)) { status = ST_NOMEM; break; }
+                size_t esc_n = json_escape(body, body_n, st->esc.p);
+                if (set_title(st, v_id, id_n, st->esc.p, esc_n) < 0) { status = ST_NOMEM; break; }
+            }
+            out[o++] = answer ? (conv == OK ? 'd' : 'a') : (conv == OK ? '1' : 'q');
+            out[o++] = 0;
+            memcpy(out + o, v_id, id_n + 1);
+            o += id_n + 1;
+            if (answer) {
+                memcpy(out + o, v_parent, parent_n + 1);
+                o += parent_n + 1;
+            }
+            if (body_n) memcpy(out + o, body, body_n);
+            o += body_n;
+            out[o++] = 0;
+            if (!answer) out[o++] = 0;
+            if (!answer && conv != OK) { /* Python converts it and tells us (st_add_title) */
+                i += (size_t)len;
+                *consumed = i;
+                status = ST_YIELD;
+                break;
+            }
         }
-        out[o++] = answer ? (conv == OK ? '2' : 'a') : (conv == OK ? '1' : 'q');
-        out[o++] = 0;
-        memcpy(out + o, v_id, id_n + 1);
-        o += id_n + 1;
-        if (answer) {
-            memcpy(out + o, v_parent, parent_n + 1);
-            o += parent_n + 1;
-        }
-        if (body_n) memcpy(out + o, body, body_n);
-        o += body_n;
-        out[o++] = 0;
-        if (!answer) out[o++] = 0;
         i += (size_t)len;
         *consumed = i;
     }
-    free(w.a.p); free(w.d.p); free(w.words.p);
-    free(value.p); free(text.p);
+    CLOSE_RUN();
+#undef CLOSE_RUN
     *written = o;
     return status;
 }

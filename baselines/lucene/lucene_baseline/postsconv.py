@@ -1,16 +1,17 @@
 """The C converter of ARQMath Posts rows (``postsconv.c``), with lxml and Python where it stops.
 
-:func:`rows` yields what :func:`sharedtask.formats.arqmath.read_post_rows` yields for a
-range, with each answer's body and each question's title already turned into index text
-when the C code could do it (kinds ``"1"``/``"2"``), or still HTML for
-:func:`lucene_baseline.mathtext.html_to_index_text` (kinds ``"q"``/``"a"``). The C code
-reads the common case only; at anything else it stops, and the stretch up to the next
-row boundary is read by lxml (``read_post_rows`` on that window), so every row comes out
-as the Python path gives it (``tests/test_baselines_postsconv.py``).
+:func:`convert_range` writes the part file that
+:func:`lucene_baseline.arqmath.convert_range` writes, byte for byte: the C code reads
+the rows it fully understands, turns bodies and titles into index text and writes the
+JSONL lines of answers whose question it has seen; it hands back to Python every row
+whose text needs :func:`lucene_baseline.mathtext.html_to_index_text` (an entity it does
+not know, a bare ``$``), and stops at anything else, where lxml reads up to the next row
+boundary (``read_post_rows`` on that window) before the C code goes on
+(``tests/test_baselines_postsconv.py``).
 
 The library is built from the source by the image (``Dockerfile``), or here on first use
 with the system's C compiler into ``$XDG_CACHE_HOME/sharedtask``; without one, callers
-use the Python path (same bytes, about four times the CPU). ``SHAREDTASK_POSTSCONV=0``
+use the Python path (same bytes, about five times the CPU). ``SHAREDTASK_POSTSCONV=0``
 turns it off.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -32,15 +34,18 @@ from typing import IO
 from sharedtask.formats._ranges import ByteRange
 from sharedtask.formats.arqmath import PostsFrame, read_post_rows, row_boundary_after
 
+from lucene_baseline.jsonl import encode_basestring_ascii, json_line
+from lucene_baseline.mathtext import html_to_index_text
+
 log = logging.getLogger("baseline")
 
 SOURCE = Path(__file__).with_name("postsconv.c")
 ENV = "SHAREDTASK_POSTSCONV"
 BLOCK = 8 << 20  # bytes read per call: large enough that a call's overhead vanishes
 OUT_SLACK = 1 << 20  # the output buffer holds 2 * BLOCK + this (text is rarely longer than its row)
-ST_DONE, ST_STOP, ST_FULL, ST_NOMEM = 0, 1, 2, 3
+ST_DONE, ST_STOP, ST_FULL, ST_NOMEM, ST_YIELD = 0, 1, 2, 3, 4
 
-#: ``(kind, id, title or parent id, body)``: kinds ``"1"``/``"2"`` converted, ``"q"``/``"a"`` HTML.
+#: A record of st_convert_rows (postsconv.c) or a row of lxml: four strings, the first the kind.
 Row = tuple[str, str, str, str]
 
 
@@ -83,10 +88,16 @@ def library() -> ctypes.CDLL | None:
     except OSError as exc:
         log.info("the C row converter is not available (%s): converting in Python", exc)
         return None
-    fn = lib.st_convert_rows
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
-                   ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+    size_p = ctypes.POINTER(ctypes.c_size_t)
+    lib.st_new.restype = ctypes.c_void_p
+    lib.st_new.argtypes = []
+    lib.st_free.restype = None
+    lib.st_free.argtypes = [ctypes.c_void_p]
+    lib.st_add_title.restype = ctypes.c_int
+    lib.st_add_title.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.st_convert_rows.restype = ctypes.c_int
+    lib.st_convert_rows.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p,
+                                    ctypes.c_size_t, size_p, size_p]
     return lib
 
 
@@ -99,8 +110,8 @@ class Counts:
     lxml_windows: int = 0
 
 
-def rows(part: ByteRange, frame: PostsFrame, counts: Counts | None = None) -> Iterator[Row]:
-    """The rows of one range of ``split_posts`` (or of the whole file, ``(path, 0, None)``).
+def convert_range(part: ByteRange, frame: PostsFrame, target: Path, counts: Counts | None = None) -> dict[str, str]:
+    """One range into one part file (see lucene_baseline.arqmath.convert_range); its titles.
 
     Raises what ``read_post_rows`` raises for a window it cannot read (callers fall back
     to the one-pass reader for the exact error). Needs :func:`library`.
@@ -109,13 +120,47 @@ def rows(part: ByteRange, frame: PostsFrame, counts: Counts | None = None) -> It
     if lib is None:
         raise RuntimeError("the C row converter is not available")
     counts = counts if counts is not None else Counts()
+    titles: dict[str, str] = {}
+    handle = lib.st_new()
+    if not handle:
+        raise MemoryError("the C row converter ran out of memory")
+    try:
+        with open(target, "w", encoding="utf-8", buffering=1 << 20) as f:
+            write = f.write
+            for kind, ident, other, text in _records(lib, handle, part, frame, counts):
+                if kind == "J":  # JSONL lines, written by the C code
+                    write(ident)
+                elif kind == "1":
+                    titles[ident] = other
+                elif kind == "q":
+                    titles[ident] = title = html_to_index_text(other)
+                    escaped = encode_basestring_ascii(title)[1:-1].encode()
+                    key = ident.encode()
+                    if lib.st_add_title(handle, key, len(key), escaped, len(escaped)) != 0:
+                        raise MemoryError("the C row converter ran out of memory")
+                else:  # "a" (HTML) or "d" (text) of an answer
+                    if kind == "a":
+                        text = html_to_index_text(text)
+                    title = titles.get(other)
+                    if title is None:
+                        write("\t" + json.dumps([ident, other, text]) + "\n")
+                    else:
+                        write(json_line(ident, f"{title} {text}"))
+    finally:
+        lib.st_free(handle)
+    return titles
+
+
+def _records(lib: ctypes.CDLL, handle: int, part: ByteRange, frame: PostsFrame,
+             counts: Counts) -> Iterator[Row]:
+    """The C code's records of a range; lxml's rows (as "q" and "a") where it stops."""
     end = part.end
     with open(part.path, "rb") as f:
         if end is None:
             end = os.fstat(f.fileno()).st_size
         pos = part.start + (len(frame.head) if part.start == 0 else 0)
         while pos < end:
-            stop = yield from _c_rows(lib.st_convert_rows, f, pos, end, counts)
+            stop = yield from _c_records(lib, handle, f, pos, end, counts)
             if stop is None:
                 return
             # lxml reads from the stop to the next row boundary; the C code resumes there
@@ -128,13 +173,14 @@ def rows(part: ByteRange, frame: PostsFrame, counts: Counts | None = None) -> It
                 yield ("q" if kind == "1" else "a"), ident, other, body
 
 
-def _c_rows(convert: Callable[..., int], f: IO[bytes], pos: int, end: int,
-            counts: Counts) -> Generator[Row, None, int | None]:
-    """Rows from ``pos`` on, in C, until ``end`` (returns None) or a stop (returns its offset).
+def _c_records(lib: ctypes.CDLL, handle: int, f: IO[bytes], pos: int, end: int,
+               counts: Counts) -> Generator[Row, None, int | None]:
+    """Records from ``pos`` on, until ``end`` (returns None) or a stop (returns its offset).
 
     The input and output buffers live as long as the range: fresh 8 MB objects per block
     cost page faults that showed as a fifth of the time (perf).
     """
+    convert = lib.st_convert_rows
     consumed, written = ctypes.c_size_t(), ctypes.c_size_t()
     out = bytearray(2 * BLOCK + OUT_SLACK)
     data = bytearray(2 * BLOCK)
@@ -152,7 +198,7 @@ def _c_rows(convert: Callable[..., int], f: IO[bytes], pos: int, end: int,
         out_address = ctypes.addressof(ctypes.c_char.from_buffer(out))
         start = 0
         while True:
-            status = convert(address + start, filled - start, int(final), out_address, len(out),
+            status = convert(handle, address + start, filled - start, int(final), out_address, len(out),
                              ctypes.byref(consumed), ctypes.byref(written))
             if status == ST_NOMEM:
                 raise MemoryError("the C row converter ran out of memory")
@@ -161,16 +207,19 @@ def _c_rows(convert: Callable[..., int], f: IO[bytes], pos: int, end: int,
                     fields = str(view[:written.value], "utf-8").split("\0")
                 it = iter(fields)
                 for row in zip(it, it, it, it):
-                    if row[0] in ("q", "a"):
+                    kind = row[0]
+                    if kind == "J":
+                        counts.c_rows += row[1].count("\n")
+                    elif kind in ("q", "a"):
                         counts.python_rows += 1
                     else:
                         counts.c_rows += 1
                     yield row
             start += consumed.value
-            if status == ST_FULL:
-                if written.value == 0:  # one row larger than the buffer
-                    out = bytearray(2 * len(out))
-                    out_address = ctypes.addressof(ctypes.c_char.from_buffer(out))
+            if status == ST_FULL and written.value == 0:  # one row larger than the buffer
+                out = bytearray(2 * len(out))
+                out_address = ctypes.addressof(ctypes.c_char.from_buffer(out))
+            if status in (ST_FULL, ST_YIELD):
                 continue
             break
         if status == ST_STOP:
