@@ -11,17 +11,20 @@
  *     with lxml (ST_STOP);
  *   - a row whose text needs what only html.unescape or the bare-$ step of
  *     html_to_index_text does (an HTML entity other than &amp; &lt; &gt; &quot; &nbsp; and
- *     &#32;..&#126;, a '$' left after the formula spans) is returned with its HTML, kind
- *     'q' or 'a', for html_to_index_text.
+ *     &#32;..&#126;, a '$' left after the formula spans) is returned with its HTML, for
+ *     html_to_index_text.
+ *
+ * For the rest it writes what lucene_baseline.arqmath.convert_range writes: the JSONL line
+ * of each answer whose question came before it in the range (JSON-escaped as CPython's
+ * encode_basestring_ascii does), and records for everything Python must see (the records
+ * are described at st_convert_rows).
  *
  * The rules below are transcribed from those references, cited at each step: XML 1.0
  * (attribute-value normalisation, section 3.3.3; end-of-line handling, 2.11; Char, 2.2),
  * lucene_baseline/mathtext.py (the regexes _MATH_SPAN, _COMMAND, _TAG, _SYMBOL_WORDS,
- * _TO_SPACE) and CPython's html.unescape and str.split (Lib/html/__init__.py,
- * Py_UNICODE_ISSPACE). tests/test_baselines_postsconv.py compares both on generated rows.
- *
- * Output: for each row with PostTypeId 1 or 2, four NUL-terminated UTF-8 fields:
- *   "1" id title-text ""  |  "q" id title-html ""  |  "2" id parent body-text  |  "a" id parent body-html
+ * _TO_SPACE), CPython's html.unescape, str.split and json (Lib/html/__init__.py,
+ * Py_UNICODE_ISSPACE, Modules/_json.c). tests/test_baselines_postsconv.py compares both
+ * paths on generated files.
  */
 #define _GNU_SOURCE /* memmem */
 #include <stddef.h>
@@ -129,12 +132,13 @@ static long xml_value(const uc *s, size_t n, uc *d) {
             size_t left = n - i - 1;
             uint32_t cp;
             size_t used;
-            if (starts(e, left, "lt;")) { cp = '<'; used = 3; }
-            else if (starts(e, left, "gt;")) { cp = '>'; used = 3; }
-            else if (starts(e, left, "amp;")) { cp = '&'; used = 4; }
-            else if (starts(e, left, "quot;")) { cp = '"'; used = 5; }
-            else if (starts(e, left, "apos;")) { cp = '\''; used = 5; }
-            else if (left >= 3 && e[0] == '#') {
+            uc e0 = left ? e[0] : 0; /* one test per entity on the way: they are much of a body */
+            if (e0 == 'l' && starts(e, left, "lt;")) { cp = '<'; used = 3; }
+            else if (e0 == 'g' && starts(e, left, "gt;")) { cp = '>'; used = 3; }
+            else if (e0 == 'q' && starts(e, left, "quot;")) { cp = '"'; used = 5; }
+            else if (e0 == 'a' && starts(e, left, "amp;")) { cp = '&'; used = 4; }
+            else if (e0 == 'a' && starts(e, left, "apos;")) { cp = '\''; used = 5; }
+            else if (left >= 3 && e0 == '#') {
                 int hex = e[1] == 'x';
                 size_t k = hex ? 2 : 1, digits = 0;
                 cp = 0;
@@ -249,7 +253,7 @@ static void init_tables(void) {
 
 static int is_layout(const uc *s, size_t n) {
     for (size_t w = 0; LAYOUT[w]; w++)
-        if (LAYOUT_LEN[w] == n && memcmp(LAYOUT[w], s, n) == 0) return 1;
+        if (LAYOUT_LEN[w] == n && LAYOUT[w][0] == s[0] && memcmp(LAYOUT[w], s, n) == 0) return 1;
     return 0;
 }
 
@@ -276,6 +280,7 @@ static void latex_words(const uc *s, size_t n, buf *out) {
                 size_t k = d < 0x80 ? 1 : (d < 0xE0 ? 2 : (d < 0xF0 ? 3 : 4)); /* one code point */
                 put(out, " ", 1);
                 i += 1 + k;
+                if (i > n) i = n; /* never for valid UTF-8; kept in bounds regardless */
             } else {
                 put(out, "\\", 1);
                 i++;
@@ -349,6 +354,11 @@ static int tags_entities_words(const uc *s, size_t n, buf *out) {
     int pending = 0, no_gt = 0;
     while (i < n) {
         uc c = s[i];
+        if (c == ' ') { /* between words: the next word writes it, if any */
+            pending = o > 0;
+            i++;
+            continue;
+        }
         if (TEXT_PLAIN[c]) { /* the common case: a run of plain bytes */
             if (pending) { d[o++] = ' '; pending = 0; }
             size_t run = i;
@@ -430,7 +440,7 @@ typedef struct {
 enum { A_OTHER, A_ID, A_POSTTYPEID, A_PARENTID, A_SCORE, A_ANSWERCOUNT, A_BODY, A_TITLE, A_COUNT };
 
 static int attr_id(const uc *s, size_t n) {
-#define IS(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, sizeof(lit) - 1) == 0)
     switch (n) {
     case 2: return IS("Id") ? A_ID : A_OTHER;
     case 4: return IS("Body") ? A_BODY : A_OTHER;

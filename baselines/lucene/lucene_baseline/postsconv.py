@@ -125,12 +125,14 @@ def convert_range(part: ByteRange, frame: PostsFrame, target: Path, counts: Coun
     if not handle:
         raise MemoryError("the C row converter ran out of memory")
     try:
-        with open(target, "w", encoding="utf-8", buffering=1 << 20) as f:
+        with open(target, "wb", buffering=1 << 20) as f:  # binary: the C code's lines go in as they are
             write = f.write
-            for kind, ident, other, text in _records(lib, handle, part, frame, counts):
-                if kind == "J":  # JSONL lines, written by the C code
-                    write(ident)
-                elif kind == "1":
+            for record in _records(lib, handle, part, frame, counts):
+                if type(record) is bytes:  # JSONL lines, written by the C code
+                    write(record)
+                    continue
+                kind, ident, other, text = record
+                if kind == "1":
                     titles[ident] = other
                 elif kind == "q":
                     titles[ident] = title = html_to_index_text(other)
@@ -143,17 +145,18 @@ def convert_range(part: ByteRange, frame: PostsFrame, target: Path, counts: Coun
                         text = html_to_index_text(text)
                     title = titles.get(other)
                     if title is None:
-                        write("\t" + json.dumps([ident, other, text]) + "\n")
+                        write(("\t" + json.dumps([ident, other, text]) + "\n").encode())
                     else:
-                        write(json_line(ident, f"{title} {text}"))
+                        write(json_line(ident, f"{title} {text}").encode())
     finally:
         lib.st_free(handle)
     return titles
 
 
 def _records(lib: ctypes.CDLL, handle: int, part: ByteRange, frame: PostsFrame,
-             counts: Counts) -> Iterator[Row]:
-    """The C code's records of a range; lxml's rows (as "q" and "a") where it stops."""
+             counts: Counts) -> Iterator[bytes | Row]:
+    """The C code's records of a range (a run of JSONL lines as bytes); lxml's rows (as "q"
+    and "a") where it stops."""
     end = part.end
     with open(part.path, "rb") as f:
         if end is None:
@@ -174,7 +177,7 @@ def _records(lib: ctypes.CDLL, handle: int, part: ByteRange, frame: PostsFrame,
 
 
 def _c_records(lib: ctypes.CDLL, handle: int, f: IO[bytes], pos: int, end: int,
-               counts: Counts) -> Generator[Row, None, int | None]:
+               counts: Counts) -> Generator[bytes | Row, None, int | None]:
     """Records from ``pos`` on, until ``end`` (returns None) or a stop (returns its offset).
 
     The input and output buffers live as long as the range: fresh 8 MB objects per block
@@ -204,17 +207,18 @@ def _c_records(lib: ctypes.CDLL, handle: int, f: IO[bytes], pos: int, end: int,
                 raise MemoryError("the C row converter ran out of memory")
             if written.value:
                 with memoryview(out) as view:
-                    fields = str(view[:written.value], "utf-8").split("\0")
+                    fields = view[:written.value].tobytes().split(b"\0")
                 it = iter(fields)
-                for row in zip(it, it, it, it):
-                    kind = row[0]
-                    if kind == "J":
-                        counts.c_rows += row[1].count("\n")
-                    elif kind in ("q", "a"):
+                for kind, first, second, third in zip(it, it, it, it):
+                    if kind == b"J":  # lines as they go into the part file: never decoded here
+                        counts.c_rows += first.count(b"\n")
+                        yield first
+                        continue
+                    if kind in (b"q", b"a"):
                         counts.python_rows += 1
                     else:
                         counts.c_rows += 1
-                    yield row
+                    yield kind.decode(), first.decode(), second.decode(), third.decode()
             start += consumed.value
             if status == ST_FULL and written.value == 0:  # one row larger than the buffer
                 out = bytearray(2 * len(out))
