@@ -198,3 +198,28 @@ def test_a_stale_or_missing_compiler_falls_back(tmp_path: Path, monkeypatch: pyt
         assert postsconv.library() is None
     finally:
         postsconv.library.cache_clear()
+
+
+def test_a_range_refused_after_others_were_merged_starts_over_cleanly(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ranges are merged as they finish; when a later one fails to parse (a comment hiding
+    # a row boundary), what the earlier ones wrote is discarded before the one-pass
+    # conversion writes the whole file again: no document twice.
+    monkeypatch.setattr(formats_arqmath, "MIN_SPLIT_BYTES", 0)
+    good = "".join(f'  <row Id="{i}" PostTypeId="2" ParentId="1" Body="answer {i}" />\n' for i in range(2, 400))
+    hidden = "".join(f'  <row Id="{i}" PostTypeId="2" ParentId="1" Body="in a comment" />\n' for i in range(400, 420))
+    text = (HEAD.decode() + '  <row Id="1" PostTypeId="1" Title="T" Body="" />\n' + good + "  <!-- x>\n" + hidden
+            + '  -->\n  <row Id="420" PostTypeId="2" ParentId="1" Body="real" />\n</posts>\n')
+    posts = tmp_path / "Posts.xml"
+    posts.write_text(text, encoding="utf-8")
+    ranges = formats_arqmath.split_posts(posts, 2 * arqmath.RANGES_PER_PROCESS)
+    assert len(ranges) == 8 and text.index("<!--") > ranges[2].start  # the comment is in a later range
+    shards = {}
+    for fn in (arqmath.convert_posts, arqmath.convert_posts_serial):
+        work = tmp_path / fn.__name__
+        work.mkdir()
+        with ShardedJsonl(work / "jsonl", 2) as out:
+            count = fn(posts, out, work, workers=1)
+        shards[fn.__name__] = (count, {p.name: p.read_bytes() for p in sorted((work / "jsonl").iterdir())})
+    assert shards["convert_posts"] == shards["convert_posts_serial"]
+    assert shards["convert_posts"][0] == 399  # rows 400-419 are inside the comment

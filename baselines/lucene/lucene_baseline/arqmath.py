@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -46,6 +46,9 @@ log = logging.getLogger("baseline")
 
 PROGRESS_EVERY = 200_000
 BATCH = 1_000  # answers per task sent to a worker: large enough to pay for the pickling
+#: Ranges per process in convert_posts: the parent merges each finished range while the
+#: later ones are converted, so that only the last one's merge is left at the end.
+RANGES_PER_PROCESS = 4
 
 
 def posts_file(input_dir: Path) -> Path:
@@ -64,26 +67,30 @@ def encode_answers(batch: list[tuple[str, str, str]]) -> list[str]:
 def convert_posts(posts: Path, out: ShardedJsonl, spill_dir: Path, workers: int = 0) -> int:
     """Write every answer as ``title + body`` tokens; returns the number of answers.
 
-    ``workers + 1`` processes (all CPUs: this one only merges) convert one range of the
-    file each; 0: one range, in this process. The JSONL is byte-identical to
-    :func:`convert_posts_serial`'s, which takes over when the range reader refuses the file.
+    ``workers + 1`` processes (all CPUs) convert ranges of the file, RANGES_PER_PROCESS
+    each, while this one merges the finished ones in file order; 0: one range, in this
+    process. The JSONL is byte-identical to :func:`convert_posts_serial`'s, which takes
+    over when the range reader refuses the file.
     """
     frame = posts_frame(posts)
     if frame is not None:
         postsconv.library()  # built (if it must be) once, before the workers fork
-    ranges = split_posts(posts, workers + 1 if workers > 0 else 1)
+    processes = workers + 1 if workers > 0 else 1
+    ranges = split_posts(posts, processes * RANGES_PER_PROCESS if processes > 1 else 1)
     jobs = [(part, frame, spill_dir / f"posts-part-{i:02d}.jsonl") for i, part in enumerate(ranges)]
-    log.info("converting %d ranges of %s in %d processes", len(jobs), posts.name, max(1, workers + 1))
+    log.info("converting %d ranges of %s in %d processes", len(jobs), posts.name, processes)
     try:
+        results = ordered_map(convert_range, jobs, processes if workers > 0 else 0)
         try:
-            results = list(ordered_map(convert_range, jobs, workers + 1 if workers > 0 else 0))
+            return _merge(results, [target for _, _, target in jobs], out, spill_dir)
         except ImportError as exc:  # an image without lxml
             log.warning("%s: converting in one pass with expat", exc)
-            return convert_posts_serial(posts, out, spill_dir, workers)
         except FormatError as exc:
             log.info("%s: converting in one pass, which reports the exact error", exc)
-            return convert_posts_serial(posts, out, spill_dir, workers)
-        return _merge(results, [target for _, _, target in jobs], out, spill_dir)
+        finally:
+            results.close()  # the processes stop before anything else runs
+        out.reset()  # what the ranges before the failing one wrote
+        return convert_posts_serial(posts, out, spill_dir, workers)
     finally:
         for _, _, target in jobs:
             target.unlink(missing_ok=True)
@@ -119,7 +126,7 @@ def convert_range(job: tuple[ByteRange, PostsFrame | None, Path]) -> dict[str, s
     return titles
 
 
-def _merge(titles_of_parts: list[dict[str, str]], parts: list[Path], out: ShardedJsonl, spill_dir: Path) -> int:
+def _merge(titles_of_parts: Iterable[dict[str, str]], parts: list[Path], out: ShardedJsonl, spill_dir: Path) -> int:
     """The part files into ``out`` in file order; deferred answers get the titles of earlier parts."""
     titles: dict[str, str] = {}
     spill_path = spill_dir / "answers-before-question.jsonl"

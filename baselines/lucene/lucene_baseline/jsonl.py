@@ -44,6 +44,13 @@ class ShardedJsonl:
         self._files[self.count % len(self._files)].write(line)
         self.count += 1
 
+    def reset(self) -> None:
+        """Forget every document written so far (a conversion that starts over)."""
+        for handle in self._files:
+            handle.seek(0)
+            handle.truncate()
+        self.count = 0
+
     def adopt(self, count: int) -> None:
         """Count documents another process wrote into a ``*.jsonl`` file of its own in this folder."""
         self.count += count
