@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TypeVar
 
@@ -20,7 +20,7 @@ Out = TypeVar("Out")
 
 
 def ordered_map(func: Callable[[In], Out], items: Iterable[In], workers: int,
-                window: int = 0) -> Iterator[Out]:
+                window: int = 0) -> Generator[Out, None, None]:
     """``map(func, items)`` on ``workers`` processes (in this one when ``workers < 1``).
 
     ``func`` must be a module-level function (it is pickled by name); ``window``
