@@ -61,12 +61,12 @@ def tree(ref: str, into: Path) -> Path:
     return into
 
 
-def convert(root: Path, posts: Path, out: Path, workers: int) -> tuple[float, float, int]:
-    """(wall, CPU incl. workers, answers) of one conversion in a child process."""
+def convert(root: Path, posts: Path, out: Path, workers: int, script: str = CONVERT) -> tuple[float, float, int]:
+    """(wall, CPU incl. workers, documents) of one conversion (``script``) in a child process."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = f"{root / 'baselines' / 'lucene'}{os.pathsep}{root / 'src'}"
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CONVERT, str(posts), str(out), str(workers)],
+    proc = subprocess.Popen([sys.executable, "-c", script, str(posts), str(out), str(workers)],
                             stdout=subprocess.PIPE, env=env)
     output = proc.stdout.read() if proc.stdout else b""
     _, status, usage = os.wait4(proc.pid, 0)

@@ -16,16 +16,17 @@ available memory is compared with the peak RSS extrapolated from the smaller siz
 (a run whose topics are interleaved is held whole for pytrec_eval): a size that cannot fit is
 skipped and the measured growth printed instead.
 
-  conversion  the Lucene baseline's ARQMath Posts.xml -> JSONL conversion of this
-              checkout (benchmarks/conversion.py's child process, one worker as in the
-              image) on synthetic collections of --arqmath-answers answers
+  conversion  the Lucene baseline's conversion to JSONL of this checkout
+              (benchmarks/conversion.py's child process, one worker as in the image,
+              outside the sandbox) of the synthetic args.me at each of --argsme-scales and
+              of ARQMath Posts.xml collections of --arqmath-answers answers
   bm25        Touché BM25 (baselines/lucene through the sandbox, as
               benchmarks/baselines.py runs it; 2 CPUs, the task's 10 GB memory limit) on
               the synthetic args.me at each of --argsme-scales (1 = 387,740 arguments,
               1 GB; 10 = 10 GB). The 10x corpus is the 1x corpus written ten times, each
               copy with new source ids (the first hex digit XORed with the copy number:
               argument ids stay unique, see replicate_argsme), which is much faster than
-              generating it. Its conversion time is the args.me conversion figure.
+              generating it. (The conversion inside this run is in its row as convert_s.)
 
 Every figure is merged into --json (default benchmarks/results/scale.json), which
 benchmarks/plot_scale.py turns into docs/scale.svg.
@@ -288,32 +289,53 @@ def run_bm25(scales: list[int], keep: bool, results: Results) -> None:
             results.add("bm25", {"scale": scale, "mb": round(mb, 1), "failed": True}, key="scale")
             continue
         results.add("bm25", {"scale": scale, "mb": round(mb, 1), **figures}, key="scale")
-        results.add("conversion", {"corpus": "args.me", "mb": round(mb, 1), "documents": figures["documents"],
-                                      "wall": figures["convert_s"]}, key=("corpus", "documents"))
         if scale > 1 and not keep:
             shutil.rmtree(data.parent)
             print(f"deleted {data.parent} (--keep keeps it)")
 
 
-def run_conversion(answers: list[int], results: Results) -> None:
-    from conversion import convert
+# The args.me conversion of the Lucene baseline, as benchmarks/conversion.py runs ARQMath's.
+ARGSME_CONVERT = r"""
+import sys
+from pathlib import Path
+from lucene_baseline.touche import convert_corpus
+from lucene_baseline.jsonl import ShardedJsonl
+data, out, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+with ShardedJsonl(out / "docs", 2) as sink:
+    print(convert_corpus(data, sink, workers=workers))
+"""
 
+
+def run_conversion(answers: list[int], scales: list[int], keep: bool, results: Results) -> None:
+    from conversion import CONVERT
+
+    for scale in scales:
+        data = argsme_corpus(scale)
+        convert_once("args.me", data, sum(p.stat().st_size for p in data.iterdir()) / 2**20, ARGSME_CONVERT, results)
+        if scale > 1 and not keep:
+            shutil.rmtree(data.parent)
     for n in answers:
         folder = DATA / (f"baselines-arqmath-{n // 1_000_000}M" if n % 1_000_000 == 0 else f"scale-arqmath-{label(n)}")
         posts = folder / "input" / "Posts.xml"
         if not posts.is_file():
             subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "arqmath", str(folder),
                             "--answers", str(n)], check=True)
-        mb = posts.stat().st_size / 2**20
-        with tempfile.TemporaryDirectory(prefix="scale-conversion-", dir=DATA) as tmp:
-            wall, cpu, done = convert(ROOT, posts, Path(tmp), 1)
-        with open("/proc/loadavg") as fh:
-            load = float(fh.read().split()[0])
-        results.add("conversion", {"corpus": "ARQMath", "mb": round(mb, 1), "documents": done,
-                                      "wall": round(wall, 2), "cpu": round(cpu, 2), "load": load},
-              key=("corpus", "documents"))
-        print(f"ARQMath conversion, {done:,} answers ({mb:,.0f} MB): {wall:.1f} s wall, {cpu:.1f} s CPU "
-              f"({mb / wall:.0f} MB/s)", flush=True)
+        convert_once("ARQMath", posts, posts.stat().st_size / 2**20, CONVERT, results)
+
+
+def convert_once(corpus: str, source: Path, mb: float, script: str, results: Results) -> None:
+    """One conversion of ``source`` (a Posts.xml or an args.me folder), its figures merged."""
+    from conversion import convert
+
+    with tempfile.TemporaryDirectory(prefix="scale-conversion-", dir=DATA) as tmp:
+        wall, cpu, done = convert(ROOT, source, Path(tmp), 1, script=script)
+    with open("/proc/loadavg") as fh:
+        load = float(fh.read().split()[0])
+    results.add("conversion", {"corpus": corpus, "mb": round(mb, 1), "documents": done,
+                               "wall": round(wall, 2), "cpu": round(cpu, 2), "load": load},
+                key=("corpus", "documents"))
+    print(f"{corpus} conversion, {done:,} documents ({mb:,.0f} MB): {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"({mb / wall:.0f} MB/s), load {load:.1f}", flush=True)
 
 
 class Results:
@@ -359,7 +381,7 @@ def main() -> int:
     if not {"validate", "evaluate"} <= skip:
         run_sizes(sorted(args.sizes), skip, args.keep, results)
     if "conversion" not in skip:
-        run_conversion(args.arqmath_answers, results)
+        run_conversion(args.arqmath_answers, args.argsme_scales, args.keep, results)
     if "bm25" not in skip:
         run_bm25(args.argsme_scales, args.keep, results)
     print(f"\nfigures merged into {args.json}")
