@@ -17,8 +17,8 @@ available memory is compared with the peak RSS extrapolated from the smaller siz
 skipped and the measured growth printed instead.
 
   conversion  the Lucene baseline's conversion to JSONL of this checkout
-              (benchmarks/conversion.py's child process, one worker as in the image,
-              outside the sandbox) of the synthetic args.me at each of --argsme-scales and
+              (benchmarks/conversion.py's child process with the image's workers: 2 for
+              args.me, 1 beside the merging process for ARQMath; outside the sandbox) of the synthetic args.me at each of --argsme-scales and
               of ARQMath Posts.xml collections of --arqmath-answers answers
   bm25        Touché BM25 (baselines/lucene through the sandbox, as
               benchmarks/baselines.py runs it; 2 CPUs, the task's 10 GB memory limit) on
@@ -311,7 +311,9 @@ def run_conversion(answers: list[int], scales: list[int], keep: bool, results: R
 
     for scale in scales:
         data = argsme_corpus(scale)
-        convert_once("args.me", data, sum(p.stat().st_size for p in data.iterdir()) / 2**20, ARGSME_CONVERT, results)
+        # two processes, as the image gives the Touché conversion (workers = threads = CPUs)
+        convert_once("args.me", data, sum(p.stat().st_size for p in data.iterdir()) / 2**20, ARGSME_CONVERT,
+                     results, workers=2)
         if scale > 1 and not keep:
             shutil.rmtree(data.parent)
     for n in answers:
@@ -320,15 +322,16 @@ def run_conversion(answers: list[int], scales: list[int], keep: bool, results: R
         if not posts.is_file():
             subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "arqmath", str(folder),
                             "--answers", str(n)], check=True)
-        convert_once("ARQMath", posts, posts.stat().st_size / 2**20, CONVERT, results)
+        # one worker beside the merging process, as in the image (workers = threads - 1)
+        convert_once("ARQMath", posts, posts.stat().st_size / 2**20, CONVERT, results, workers=1)
 
 
-def convert_once(corpus: str, source: Path, mb: float, script: str, results: Results) -> None:
+def convert_once(corpus: str, source: Path, mb: float, script: str, results: Results, workers: int) -> None:
     """One conversion of ``source`` (a Posts.xml or an args.me folder), its figures merged."""
     from conversion import convert
 
     with tempfile.TemporaryDirectory(prefix="scale-conversion-", dir=DATA) as tmp:
-        wall, cpu, done = convert(ROOT, source, Path(tmp), 1, script=script)
+        wall, cpu, done = convert(ROOT, source, Path(tmp), workers, script=script)
     with open("/proc/loadavg") as fh:
         load = float(fh.read().split()[0])
     results.add("conversion", {"corpus": corpus, "mb": round(mb, 1), "documents": done,
