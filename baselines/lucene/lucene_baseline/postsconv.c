@@ -184,40 +184,46 @@ static long xml_value(const uc *s, size_t n, uc *d) {
 
 /* ---- html.unescape, the entities this code knows (CPython Lib/html/__init__.py: the
  * pattern &(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?) and the html5 table). */
+/* The entity at s[0] == '&' (n bytes left): how many bytes it takes (1 when none starts
+ * there: the & stays), its text in ch / *ch_n; 0 when only html.unescape knows it. */
+static size_t html_entity(const uc *s, size_t n, uc ch[4], size_t *ch_n) {
+    const uc *e = s + 1;
+    size_t left = n - 1;
+    uc d = left ? e[0] : 0;
+    *ch_n = 1;
+    ch[0] = '&';
+    if (!left || d == '\t' || d == '\n' || d == '\f' || d == ' ' || d == '<' || d == '&' || d == ';')
+        return 1; /* no entity can start here */
+    if (starts(e, left, "amp;")) return 5;
+    if (starts(e, left, "lt;")) { ch[0] = '<'; return 4; }
+    if (starts(e, left, "gt;")) { ch[0] = '>'; return 4; }
+    if (starts(e, left, "quot;")) { ch[0] = '"'; return 6; }
+    if (starts(e, left, "nbsp;")) { ch[0] = 0xC2; ch[1] = 0xA0; *ch_n = 2; return 6; }
+    if (d == '#' && left >= 3 && e[1] >= '0' && e[1] <= '9') {
+        /* decimal, printable ASCII, with its ';': chr(n) (no special case applies) */
+        uint32_t v = 0;
+        size_t k = 1;
+        while (k < left && k < 5 && e[k] >= '0' && e[k] <= '9') v = v * 10 + (e[k++] - '0');
+        if (k >= left || e[k] != ';' || v < 0x20 || v > 0x7E) return 0;
+        ch[0] = (uc)v;
+        return k + 2;
+    }
+    return 0;
+}
+
 static int html_unescape(const uc *s, size_t n, buf *out) {
     if (!reserve(out, n)) return -1;
     size_t i = 0;
     while (i < n) {
         const uc *amp = memchr(s + i, '&', n - i);
         if (!amp) { put(out, s + i, n - i); break; }
-        size_t a = (size_t)(amp - s);
+        size_t a = (size_t)(amp - s), ch_n;
+        uc ch[4] = {0};
         put(out, s + i, a - i);
-        const uc *e = s + a + 1;
-        size_t left = n - a - 1;
-        i = a + 1;
-        if (left == 0) { put(out, "&", 1); continue; }
-        uc d = e[0];
-        if (d == '\t' || d == '\n' || d == '\f' || d == ' ' || d == '<' || d == '&' || d == ';') {
-            put(out, "&", 1); /* no entity can start here: the & stays */
-            continue;
-        }
-        if (starts(e, left, "amp;")) { put(out, "&", 1); i += 4; }
-        else if (starts(e, left, "lt;")) { put(out, "<", 1); i += 3; }
-        else if (starts(e, left, "gt;")) { put(out, ">", 1); i += 3; }
-        else if (starts(e, left, "quot;")) { put(out, "\"", 1); i += 5; }
-        else if (starts(e, left, "nbsp;")) { put(out, "\xC2\xA0", 2); i += 5; }
-        else if (d == '#' && left >= 3 && e[1] >= '0' && e[1] <= '9') {
-            /* decimal, printable ASCII, with its ';': chr(n) (no special case applies) */
-            uint32_t v = 0;
-            size_t k = 1;
-            while (k < left && k < 5 && e[k] >= '0' && e[k] <= '9') v = v * 10 + (e[k++] - '0');
-            if (k >= left || e[k] != ';' || v < 0x20 || v > 0x7E) return PYTHON;
-            uc ch = (uc)v;
-            put(out, &ch, 1);
-            i += k + 1;
-        } else {
-            return PYTHON;
-        }
+        size_t used = html_entity(s + a, n - a, ch, &ch_n);
+        if (!used) return PYTHON;
+        put(out, ch, ch_n);
+        i = a + used;
     }
     return OK;
 }
@@ -377,31 +383,17 @@ static int tags_entities_words(const uc *s, size_t n, buf *out) {
             no_gt = 1; /* no tag starts here or later */
         }
         if (c == '&') {
-            const uc *e = s + i + 1;
-            size_t left = n - i - 1;
-            uc d0 = left ? e[0] : 0;
-            uc ch = '&';
-            if (!left || d0 == '\t' || d0 == '\n' || d0 == '\f' || d0 == ' ' || d0 == '<' || d0 == '&' || d0 == ';') {
-                i++; /* no entity starts here: the & stays */
-            } else if (starts(e, left, "amp;")) { i += 5; }
-            else if (starts(e, left, "lt;")) { ch = '<'; i += 4; }
-            else if (starts(e, left, "gt;")) { ch = '>'; i += 4; }
-            else if (starts(e, left, "quot;")) { ch = '"'; i += 6; }
-            else if (starts(e, left, "nbsp;")) { pending = o > 0; i += 6; continue; } /* U+00A0: a space */
-            else if (d0 == '#' && left >= 3 && e[1] >= '0' && e[1] <= '9') {
-                uint32_t v = 0;
-                size_t k = 1;
-                while (k < left && k < 5 && e[k] >= '0' && e[k] <= '9') v = v * 10 + (e[k++] - '0');
-                if (k >= left || e[k] != ';' || v < 0x20 || v > 0x7E) return PYTHON;
-                ch = (uc)v;
-                i += k + 2;
-                if (ch == ' ') { pending = o > 0; continue; }
-                if (ch == '$') return PYTHON;
-            } else {
-                return PYTHON;
+            uc ch[4] = {0};
+            size_t ch_n, used = html_entity(s + i, n - i, ch, &ch_n);
+            if (!used || ch[0] == '$') return PYTHON;
+            i += used;
+            if (space_at(ch, ch_n)) { /* &nbsp; or &#32; */
+                pending = o > 0;
+                continue;
             }
             if (pending) { d[o++] = ' '; pending = 0; }
-            d[o++] = ch;
+            memcpy(d + o, ch, ch_n);
+            o += ch_n;
             continue;
         }
         if (c == '$') return PYTHON;
@@ -727,7 +719,7 @@ int st_convert_rows(void *handle, const uc *in, size_t n, int final, uc *out, si
         buf *value = &st->value, *text = &st->text;
         value->n = 0;
         const attr *ident = by_id[A_ID], *parent = by_id[A_PARENTID];
-        const attr *count = by_id[answer ? A_SCORE : A_ANSWERCOUNT], *score = by_id[A_SCORE];
+        const attr *count = answer ? NULL : by_id[A_ANSWERCOUNT], *score = by_id[A_SCORE];
         int r = put_value(ident, value);
         if (!r) r = put_value(parent, value);
         if (!r) r = put_value(score, value);
