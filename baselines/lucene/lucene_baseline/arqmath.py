@@ -118,11 +118,7 @@ def convert_range(job: tuple[ByteRange, PostsFrame | None, Path]) -> dict[str, s
             if kind == "1":
                 titles[ident] = html_to_index_text(other)
                 continue
-            title = titles.get(other)
-            if title is None:
-                write("\t" + json.dumps([ident, other, html_to_index_text(body)]) + "\n")
-            else:
-                write(json_line(ident, f"{title} {html_to_index_text(body)}"))
+            write(postsconv.part_line(ident, other, html_to_index_text(body), titles))
     return titles
 
 

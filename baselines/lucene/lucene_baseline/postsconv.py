@@ -141,16 +141,19 @@ def convert_range(part: ByteRange, frame: PostsFrame, target: Path, counts: Coun
                     if lib.st_add_title(handle, key, len(key), escaped, len(escaped)) != 0:
                         raise MemoryError("the C row converter ran out of memory")
                 else:  # "a" (HTML) or "d" (text) of an answer
-                    if kind == "a":
-                        text = html_to_index_text(text)
-                    title = titles.get(other)
-                    if title is None:
-                        write(("\t" + json.dumps([ident, other, text]) + "\n").encode())
-                    else:
-                        write(json_line(ident, f"{title} {text}").encode())
+                    write(part_line(ident, other, html_to_index_text(text) if kind == "a" else text, titles).encode())
     finally:
         lib.st_free(handle)
     return titles
+
+
+def part_line(ident: str, parent: str, text: str, titles: dict[str, str]) -> str:
+    """An answer's line in a part file: its JSONL document, or, while its question's title
+    is unknown, a tab and ``[answer id, question id, text]`` as JSON (merged later)."""
+    title = titles.get(parent)
+    if title is None:
+        return "\t" + json.dumps([ident, parent, text]) + "\n"
+    return json_line(ident, f"{title} {text}")
 
 
 def _records(lib: ctypes.CDLL, handle: int, part: ByteRange, frame: PostsFrame,
