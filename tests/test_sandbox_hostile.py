@@ -292,6 +292,33 @@ def test_sigterm_of_the_cli_removes_its_container(docker_client, hostile_image, 
     assert json.loads(out)["status"] == "interrupted"
 
 
+def test_a_signal_between_create_and_inspect_still_removes_the_container(
+        docker_client, hostile_image, tmp_path, monkeypatch):
+    """The window that made the test above flaky: docker's SDK creates the container, then
+    inspects it in a second request. The signal is sent there on purpose (a wrapper around
+    the SDK's inspect; the daemon and the container are real)."""
+    from docker.models.containers import ContainerCollection
+
+    from sharedtask.sandbox.orphans import owner
+
+    real_get = ContainerCollection.get
+    created: list[str] = []
+
+    def get_after_a_signal(self, container_id, *args, **kwargs):
+        if not created:
+            created.append(container_id)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C: the container exists, its id is not ours yet
+        return real_get(self, container_id, *args, **kwargs)
+
+    monkeypatch.setattr(ContainerCollection, "get", get_after_a_signal)
+    outcome, _ = sandbox(hostile_image, tmp_path, "sleep 300", validate=False)
+    assert created, "the SDK no longer inspects after create: the test needs a new window"
+    assert outcome.result.status == "interrupted"
+    assert outcome.result.container_id == created[0]
+    mine = docker_client.api.containers(all=True, filters={"label": f"sharedtask.owner={owner()}"})
+    assert mine == []
+
+
 def test_after_sigkill_of_the_cli_the_next_run_reaps_the_orphan(docker_client, hostile_image, tmp_path):
     proc = _start_cli(hostile_image, tmp_path, "kill")
     orphans = _wait_for_container(docker_client, proc)

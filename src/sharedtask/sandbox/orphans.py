@@ -5,15 +5,25 @@ process that started it (host, pid and the pid's start time, so a reused pid
 is not mistaken for the owner). The CLI turns SIGTERM/SIGHUP into the same
 path as Ctrl-C, which kills and removes the container; a SIGKILL cannot be
 caught, so every later run first removes the containers whose owner on this
-host is gone (:func:`reap_orphans`). See docs/threat-model.md, "Orphans".
+host is gone (:func:`reap_orphans`). Creating and removing a container are held
+against those signals (:func:`signals_held`), so no signal lands between the
+daemon's answer and the moment we hold the container's id. See
+docs/threat-model.md, "Orphans".
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
+
+#: The signals the CLI turns into KeyboardInterrupt (Ctrl-C, kill, a closed terminal).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 OWNER_LABEL = "sharedtask.owner"
 SANDBOX_LABEL = "sharedtask.sandbox"
@@ -65,3 +75,38 @@ def reap_orphans(client: Any) -> list[str]:
             except docker.errors.APIError:
                 continue  # removed by someone else in the meantime
     return removed
+
+
+@contextmanager
+def signals_held(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """Hold stop signals for the duration of the block, then deliver the first one that came.
+
+    Why: docker's SDK creates a container in one request and inspects it in a second; a
+    KeyboardInterrupt between the two leaves a container whose id nobody holds, and its owner
+    is alive, so no reaper removes it either. Holding the signals makes "created" and "held by
+    us" one step. A held signal goes to the handler that was there before (KeyboardInterrupt
+    for the CLI, a warm shutdown for a Celery worker). Only the main thread receives signals in
+    Python, so other threads run the block as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous: dict[int, Any] = {}
+    for sig in signals:
+        handler = signal.getsignal(sig)
+        if handler is None:  # installed outside Python: it could not be put back
+            continue
+        previous[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught:
+            signum = caught[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)

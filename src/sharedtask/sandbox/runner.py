@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
-from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans
+from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans, signals_held
 from sharedtask.sandbox.outputs import Usage, output_usage
 from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Limits, Policy
 from sharedtask.sandbox.probes import MemoryProbe
@@ -278,14 +278,20 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     watch = _Watch(request, observer)
     started_at = _now()
     t0 = time.monotonic()
-    container = _create(client, image.id, spec, request.policy)
+    container: Any = None
     try:
+        with signals_held():  # a signal now is delivered once `container` holds the id
+            container = _create(client, image.id, spec, request.policy)
         watch.run(container, t0)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before or after the watch loop
-        _kill(container)
+        if container is None:
+            raise
         watch.status, watch.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
     finally:
-        _remove(container)
+        if container is not None:
+            with signals_held():  # a second Ctrl-C waits until the container is gone
+                _kill(container)
+                _remove(container)
     wall = time.monotonic() - t0
     ended_at = _now()
     limits = request.policy.limits
@@ -536,8 +542,20 @@ def _inspect_state(container: Any) -> dict[str, Any]:
         return {}
 
 
-def _remove(container: Any) -> None:
-    try:
-        container.remove(force=True, v=True)
-    except Exception:  # noqa: BLE001 - already gone
-        pass
+def _remove(container: Any, attempts: int = 3) -> None:
+    """Remove the container, trying again when the daemon fails for another reason than
+    "gone" or "already being removed" (a busy daemon can fail to kill in time)."""
+    import docker
+
+    for attempt in range(attempts):
+        try:
+            container.remove(force=True, v=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409 and "in progress" in str(exc.explanation or exc):
+                return
+            time.sleep(0.5 * (attempt + 1))
+        except Exception:  # noqa: BLE001 - the daemon went away: the next run reaps it (orphans)
+            return
