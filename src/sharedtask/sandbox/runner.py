@@ -290,8 +290,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     finally:
         if container is not None:
             with signals_held():  # a second Ctrl-C waits until the container is gone
-                _kill(container)
-                _remove(container)
+                _remove(container)  # forced: a running container is killed first
     wall = time.monotonic() - t0
     ended_at = _now()
     limits = request.policy.limits
