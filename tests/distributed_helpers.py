@@ -140,12 +140,13 @@ class Worker:
     """A `sharedtask worker` subprocess."""
 
     def __init__(self, broker: str, name: str, folder: Path, *, concurrency: int = 1,
-                 visibility: float = 4.0, data_root: Path | None = None) -> None:
+                 visibility: float = 4.0, data_root: Path | None = None, work_dir: Path | None = None) -> None:
         self.name = name
         self.log_path = folder / f"{name}.log"
+        self.work_dir = work_dir or folder / f"{name}-work"
         args = [sys.executable, "-m", "sharedtask", "worker", "--broker", broker, "--name", name,
                 "--concurrency", str(concurrency), "--visibility-timeout", str(visibility),
-                "--work-dir", str(folder / f"{name}-work"), "--loglevel", "INFO"]
+                "--work-dir", str(self.work_dir), "--loglevel", "INFO"]
         if data_root is not None:
             args += ["--data-root", str(data_root)]
         self.proc = subprocess.Popen(args, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
@@ -155,6 +156,12 @@ class Worker:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def events(self, event: str | None = None) -> list[dict[str, str]]:
+        """The worker's event lines (sharedtask.executor.events), parsed: never its prose."""
+        from sharedtask.executor.events import events
+
+        return events(self.log(), event)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)

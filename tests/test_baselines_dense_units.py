@@ -15,32 +15,73 @@ for folder in ("lucene", "dense"):
     sys.path.insert(0, str(REPO / "baselines" / folder))
 
 from dense_baseline.corpus import statement_text  # noqa: E402
+from dense_baseline.encode import SCALE_BITS, quantize  # noqa: E402
 from dense_baseline.search import TopK, rrf  # noqa: E402
 
 
 def _unit(rows: list[list[float]]) -> np.ndarray:
-    m = np.asarray(rows, dtype=np.float32)
+    m = np.asarray(rows, dtype=np.float64)
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def test_exact_top_k_over_blocks_equals_one_sort_and_breaks_ties_by_corpus_order() -> None:
+def test_exact_top_k_over_blocks_equals_one_sort_and_breaks_ties_by_doc_id_descending() -> None:
     docs = _unit([[1, 0], [0, 1], [1, 1], [1, 0], [-1, 0]])  # d0 and d3 are the same vector
     ids = ["d0", "d1", "d2", "d3", "d4"]
     query = _unit([[1, 0.1]])
     top = TopK(query, 3)
-    top.add(docs[:2], 0)  # blocks of 2, 2, 1: the running top-k must still be exact
-    top.add(docs[2:4], 2)
-    top.add(docs[4:], 4)
-    (hits,) = top.hits(ids)
-    # cosines: d0 = d3 = 0.995, d2 = 0.774, d1 = 0.0995, d4 = -0.995 -> d0 before its twin d3
-    assert [doc for doc, _ in hits] == ["d0", "d3", "d2"]
+    top.add(docs[:2], ids[:2])  # blocks of 2, 2, 1: the running top-k must still be exact
+    top.add(docs[2:4], ids[2:4])
+    top.add(docs[4:], ids[4:])
+    (hits,) = top.hits()
+    # cosines: d0 = d3 = 0.995, d2 = 0.774, d1 = 0.0995, d4 = -0.995 -> the twins by id
+    # descending (trec_eval's order for equal scores), whatever block each came in
+    assert [doc for doc, _ in hits] == ["d3", "d0", "d2"]
     assert hits[0][1] == pytest.approx(1 / np.sqrt(1.01), abs=1e-6)
+    assert hits[0][1] == hits[1][1]
+
+
+def test_the_order_of_the_documents_does_not_change_the_ranking() -> None:
+    # the conversion's thread count decides the order documents are read in
+    rng = np.random.default_rng(7)
+    docs = _unit(rng.integers(-3, 4, size=(60, 4)).tolist())  # many exact twins and ties
+    ids = [f"doc{i:02d}" for i in range(60)]
+    query = _unit([[1, 2, 0, -1]])
+    forward, backward = TopK(query, 10), TopK(query, 10)
+    for lo in range(0, 60, 7):
+        forward.add(docs[lo:lo + 7], ids[lo:lo + 7])
+    order = list(range(59, -1, -1))
+    for lo in range(0, 60, 11):
+        backward.add(docs[order[lo:lo + 11]], [ids[i] for i in order[lo:lo + 11]])
+    assert forward.hits() == backward.hits()
+    scores = [s for _, s in forward.hits()[0]]
+    assert len(set(scores)) < len(scores)  # the test has ties to break
+
+
+def test_quantised_scores_are_exact_whatever_order_the_sum_takes() -> None:
+    # BLAS sums in a CPU-dependent order; the quantised products must not care. Summed
+    # here in three orders (BLAS, forward, reversed) in float64: the same bits each time.
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng.normal(size=(50, 256)).tolist())
+    q = quantize(vectors[:5])
+    d = quantize(vectors[5:])
+    blas = q @ d.T
+    for i in range(5):
+        for j in range(45):
+            products = q[i] * d[j]
+            forward = 0.0
+            for x in products:
+                forward += x
+            backward = 0.0
+            for x in products[::-1]:
+                backward += x
+            assert blas[i, j] == forward == backward == float(sum(int(a) * int(b) for a, b in zip(q[i], d[j])))
+    assert np.abs(q).max() <= 2 ** SCALE_BITS
 
 
 def test_top_k_keeps_fewer_hits_than_k_when_the_corpus_is_small() -> None:
     top = TopK(_unit([[0, 1], [1, 0]]), 10)
-    top.add(_unit([[1, 0], [0, 1]]), 0)
-    assert [[d for d, _ in h] for h in top.hits(["a", "b"])] == [["b", "a"], ["a", "b"]]
+    top.add(_unit([[1, 0], [0, 1]]), ["a", "b"])
+    assert [[d for d, _ in h] for h in top.hits()] == [["b", "a"], ["a", "b"]]
 
 
 def test_rrf_by_hand() -> None:

@@ -104,12 +104,28 @@ def test_a_worker_killed_mid_run_its_job_finishes_on_another(docker_client, brok
     first.kill()
     left = own_containers(docker_client, tiny_image)
     assert left and OWNER_LABEL in left[0]["Labels"]  # the dead worker's container is still there
-    second = workers(broker, "wnext")  # removes it at start (its owner is gone) ...
-    assert "removed 1 container(s) left by a dead worker" in second.log()
+    (stale,) = [p for p in first.work_dir.iterdir() if p.name.startswith(job.id)]  # the dead worker's scratch
+    # removes both at start (their owner is gone) ...
+    second = workers(broker, "wnext", work_dir=first.work_dir)
+    (reaped,) = second.events("orphans-removed")
+    assert (reaped["worker"], reaped["count"]) == ("wnext", "1") and left[0]["Id"].startswith(reaped["containers"])
+    (cleaned,) = second.events("scratch-removed")
+    assert (cleaned["count"], cleaned["folders"]) == ("1", stale.name) and not stale.exists()
     result = handle.result(timeout=180)  # ... and gets the job again after the visibility timeout
     assert (result.state, result.status, result.worker) == ("done", "success", "wnext")
     assert deliveries(broker, job) == 2
-    assert (tmp_path / "out" / "tiny" / "output" / "run.txt").read_bytes() == REFERENCE.read_bytes()
+    landed = tmp_path / "out" / "tiny"
+    assert (landed / "output" / "run.txt").read_bytes() == REFERENCE.read_bytes()
+    # the landed record names the coordinator's folder, not the worker's scratch
+    record = json.loads((landed / "run-record.json").read_text())
+    assert record["output"]["dir"] == str((landed / "output").resolve())
+    assert record["logs"]["stdout"] == str((landed / "stdout.log").resolve())
+    assert record["executor"]["worker_run_dir"].startswith(str(first.work_dir.resolve()))
+    text = json.dumps({k: v for k, v in record.items() if k != "executor"})
+    assert str(first.work_dir.resolve()) not in text
+    assert [e["event"] for e in second.events() if e.get("job") == job.id] == [
+        "job-received", "job-running", "job-finished"]
+    assert not [p for p in first.work_dir.iterdir() if p.name.startswith(job.id)]  # its own scratch removed too
 
 
 def test_a_long_run_is_not_handed_out_twice_while_its_worker_lives(docker_client, broker, workers, tiny_image, tmp_path):

@@ -42,6 +42,8 @@ class Reproduction:
     comparison: Comparison | None
     error: str | None = None
     updated: bool = False
+    #: how the original's CPU differed from this one's, when the runs are not identical
+    cpu_note: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -110,11 +112,15 @@ def reproduce_record(
     thresholds: Thresholds | None = None,
     p: float = RBO_P,
     observer: Any = None,
+    cpu: str | None = None,
 ) -> Reproduction:
     """Re-run the run of ``record_path`` with the same image, command, dataset and limits; compare.
 
     Truth: ``qrels``/``truth_dir``, else the task sample's truth when the run was on the sample.
+    ``cpu``: the CPU profile of the re-run (default: the recorded one). When the runs are not
+    identical, :attr:`Reproduction.cpu_note` says how the two CPUs differed.
     """
+    from sharedtask.sandbox.cpu import difference
     from sharedtask.sandbox import run as sandbox_run
 
     record = _read_record(Path(record_path))
@@ -136,6 +142,7 @@ def reproduce_record(
         pids=limits.get("pids"), max_output=limits.get("max_output"), disk=limits.get("disk"),
         runtime=(record.get("policy") or {}).get("runtime"),
         network=None if network in (None, "none") else network,
+        cpu=cpu or (record.get("policy") or {}).get("cpu_profile"),
         dataset_id=record["dataset"].get("id"), observer=observer,
     )
     rep_dir = outcome.request.output_dir
@@ -144,7 +151,8 @@ def reproduce_record(
                             error=f"the re-run {outcome.result.status}: {outcome.result.message}")
     result = compare(original, rep_dir, task, qrels=qrels, truth_dir=truth_dir, input_dir=input_dir,
                      thresholds=thresholds, p=p)
-    return Reproduction(Path(record["_path"]).parent.name, task, original, rep_dir, outcome, result)
+    note = None if result.identical else difference(record.get("cpu"), outcome.record.get("cpu"))
+    return Reproduction(Path(record["_path"]).parent.name, task, original, rep_dir, outcome, result, cpu_note=note)
 
 
 def reference_path(root: Path, task: Task, software: Software) -> Path:
@@ -154,6 +162,25 @@ def reference_path(root: Path, task: Task, software: Software) -> Path:
 
 def default_reference_root() -> Path:
     return resource("baselines") / "reference-runs"
+
+
+#: the CPU each reference run was made on (sharedtask.sandbox.cpu.describe), by "task/baseline"
+REFERENCE_CPUS = "cpu.json"
+
+
+def _reference_cpus(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((root / REFERENCE_CPUS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store_reference_cpus(root: Path, cpus: dict[str, Any]) -> None:
+    """Merge ``cpus`` into the references' ``cpu.json`` (an update may cover some tasks only)."""
+    merged = {**_reference_cpus(root), **cpus}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / REFERENCE_CPUS).write_text(json.dumps(dict(sorted(merged.items())), indent=2) + "\n", encoding="utf-8")
 
 
 def reproduce_baselines(
@@ -166,8 +193,13 @@ def reproduce_baselines(
     update: bool = False,
     thresholds: Thresholds | None = None,
     advance: Callable[[], None] | None = None,
+    cpu: str | None = None,
 ) -> list[Reproduction]:
-    """Run every baseline on the sample of each task it serves; compare with (or store) the reference."""
+    """Run every baseline on the sample of each task it serves; compare with (or store) the reference.
+
+    ``cpu`` names the CPU profile of the re-runs (:mod:`sharedtask.sandbox.cpu`); every
+    baseline is expected to give the same bytes under every profile."""
+    from sharedtask.sandbox.cpu import difference
     from sharedtask.pipeline import build_images, with_parents
     from sharedtask.runfile import find_run_file
     from sharedtask.sandbox import run as sandbox_run
@@ -177,6 +209,8 @@ def reproduce_baselines(
     tasks = tasks if tasks is not None else [load_task(t) for t in task_ids()]
     pairs = [(t, sw) for t in tasks for sw in manifest.baselines if sw.serves(t.id)]
     errors = build_images(with_parents([sw for _, sw in pairs], manifest), say)
+    reference_cpus = _reference_cpus(root)
+    made_on: dict[str, Any] = {}
     out: list[Reproduction] = []
     for task, sw in pairs:
         reference = reference_path(root, task, sw)
@@ -194,18 +228,24 @@ def reproduce_baselines(
         else:
             rep.sandbox = sandbox_run(task, sw.image, command=sw.command_for(task.id),
                                       input_dir=task.sample_dir / "input", output_dir=run_dir / "output",
-                                      record_dir=run_dir)
+                                      record_dir=run_dir, cpu=cpu)
+            key = f"{task.id}/{sw.name}"
             if not rep.sandbox.ok:
                 rep.error = f"the run {rep.sandbox.result.status}: {rep.sandbox.result.message}"
             elif update:
                 reference.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(find_run_file(run_dir / "output", task.output.file), reference)
+                made_on[key] = {k: v for k, v in rep.sandbox.record["cpu"].items() if k != "environment"}
                 rep.updated = True
             else:
                 rep.comparison = compare(reference, run_dir / "output", task, truth_dir=task.sample_dir / "truth",
                                          input_dir=task.sample_dir / "input", thresholds=thresholds)
+                if not rep.comparison.identical:
+                    rep.cpu_note = difference(reference_cpus.get(key), rep.sandbox.record.get("cpu"))
         if advance:
             advance()
+    if made_on:
+        _store_reference_cpus(root, made_on)
     return out
 
 

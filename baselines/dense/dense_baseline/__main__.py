@@ -52,18 +52,18 @@ def dense_hits(jsonl_dir, queries: list[tuple[str, str]], hits: int, block: int)
     model = encode.load()
     log.info("loaded %s in %.1f s", encode.MODEL, time.monotonic() - t0)
     top = TopK(encode.embed(model, [text for _, text in queries]), hits)
-    ids: list[str] = []
+    count = 0
     embedding = scoring = 0.0
     for batch in encode.batches(corpus.read_documents(jsonl_dir), block):
         t1 = time.monotonic()
         vectors = encode.embed(model, [text for _, text in batch])
         t2 = time.monotonic()
-        top.add(vectors, len(ids))
+        top.add(vectors, [doc for doc, _ in batch])
         embedding, scoring = embedding + t2 - t1, scoring + time.monotonic() - t2
-        ids.extend(doc for doc, _ in batch)
+        count += len(batch)
     log.info("embedded %d documents in %.1f s (%.0f documents/s); exact cosine top-%d for %d queries in %.1f s",
-             len(ids), embedding, len(ids) / embedding if embedding else float("inf"), hits, len(queries), scoring)
-    return top.hits(ids)
+             count, embedding, count / embedding if embedding else float("inf"), hits, len(queries), scoring)
+    return top.hits()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,23 +35,32 @@ def load():
                           disable_download=True)
 
 
-#: tokens gathered per step: 64k x 256 float32 = 64 MiB, whatever a document's length
-CHUNK_TOKENS = 65_536
+#: tokens gathered per step: 32k x 256 float64 = 64 MiB, whatever a document's length
+CHUNK_TOKENS = 32_768
+
+
+#: unit vectors are written as integers at this scale (2^24, float32's precision) before the
+#: scores are taken: see :func:`quantize`
+SCALE_BITS = 24
 
 
 def embed(model, texts: list[str]) -> np.ndarray:
-    """Unit vectors (float32, one row per text); an empty text gets the zero vector.
+    """Unit vectors (float64, one row per text); an empty text gets the zero vector.
 
     WordLlama's own ``embed`` pads each batch of 64 texts to its longest text and pools
     the padded (batch x longest x 256) tensor: on args.me (mean 360 tokens, up to 2,500)
     that is about 125 documents/s. The same mean is taken here without padding: the
     texts' token ids are concatenated and each text's rows of the embedding matrix are
     summed by ``np.add.reduceat``, at most ``CHUNK_TOKENS`` rows at a time, then divided
-    by the token count and L2-normalised, as WordLlama does (float32 sums; the vectors
-    agree with WordLlama's to float32 rounding, tested in tests/test_baselines_docker.py).
+    by the token count and L2-normalised, as WordLlama does (the vectors agree with
+    WordLlama's to float32 rounding, tested in tests/test_baselines_docker.py).
+
+    Why float64 and no BLAS here: every step is an element-wise IEEE operation or a numpy
+    reduction whose order is fixed by numpy's source (not by the CPU's vector width), so
+    the vectors are the same bits on every x86-64 CPU, with or without AVX-512.
     """
     dim = model.embedding.shape[1]
-    vectors = np.zeros((len(texts), dim), dtype=np.float32)
+    vectors = np.zeros((len(texts), dim), dtype=np.float64)
     if not texts:
         return vectors
     encodings = _unpadded(model).encode_batch(texts, add_special_tokens=False)
@@ -66,13 +75,27 @@ def embed(model, texts: list[str]) -> np.ndarray:
         docs = np.arange(np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left"))
         docs = docs[lengths[docs] > 0]
         segments = np.maximum(starts[docs], lo) - lo
-        vectors[docs] += np.add.reduceat(model.embedding[ids[lo:hi]], segments, axis=0)
+        rows = model.embedding[ids[lo:hi]].astype(np.float64)
+        vectors[docs] += np.add.reduceat(rows, segments, axis=0)
     filled = lengths > 0
-    vectors[filled] /= lengths[filled, None].astype(np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[filled] /= lengths[filled, None].astype(np.float64)
+    norms = np.sqrt(np.add.reduce(vectors * vectors, axis=1, keepdims=True))
     np.divide(vectors, norms, out=vectors, where=norms > 0)
     vectors[~np.isfinite(vectors).all(axis=1)] = 0.0
     return vectors
+
+
+def quantize(vectors: np.ndarray) -> np.ndarray:
+    """Unit vectors as whole numbers (held in float64): ``rint(v * 2^24)``.
+
+    Why: BLAS sums a dot product in an order that depends on the CPU's kernels (AVX-512,
+    AVX2, ...), so float scores differ in their last bits between machines. Here every
+    product of two components is a whole number below 2^48 and, by Cauchy-Schwarz, every
+    partial sum of a dot product stays below (2^24 + 8)^2 < 2^53: each step of the matrix
+    product is exact in float64, in any order, with or without fused multiply-add. The
+    score ``dot / 2^48`` is therefore the same number on every CPU.
+    """
+    return np.rint(vectors * float(1 << SCALE_BITS))
 
 
 def _unpadded(model):

@@ -1,7 +1,8 @@
 """``sharedtask reproduce``: re-run recorded software and compare with the original run.
 
-    sharedtask reproduce RECORD [--output DIR] [--qrels F | --truth DIR] [thresholds] [--json]
-    sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--out DIR] [--report FILE] [--json]
+    sharedtask reproduce RECORD [--output DIR] [--qrels F | --truth DIR] [thresholds] [--cpu-profile NAME] [--json]
+    sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--out DIR] [--report FILE]
+                               [--cpu-profile NAME] [--json]
 
 Exit code: 0 every comparison identical or reproduced (or references updated), 1 a run
 differs or failed, 2 the tool could not run. ``--all`` is what CI calls.
@@ -41,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("sharedtask-reproduce"), metavar="DIR",
                    help="with --all: where the re-runs go (default ./sharedtask-reproduce)")
     p.add_argument("--report", type=Path, metavar="FILE", help="with --all: also write an HTML report")
+    p.add_argument("--cpu-profile", metavar="NAME",
+                   help="emulate an older CPU in the re-runs: native, haswell (no AVX-512) or nehalem (no AVX); "
+                        "default: the recorded profile, with --all $SHAREDTASK_CPU_PROFILE or native")
     add_comparison_options(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.set_defaults(func=run)
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.reproduce import reproduce_record
 
     rep = reproduce_record(args.record, output_dir=args.output, qrels=args.qrels, truth_dir=args.truth,
-                           thresholds=thresholds(args), p=args.rbo_p)
+                           thresholds=thresholds(args), p=args.rbo_p, cpu=args.cpu_profile)
     if rep.comparison is None:
         if args.json:
             print(json.dumps({"verdict": "failed", "error": rep.error, "output": str(rep.reproduced_dir)}, indent=2))
@@ -66,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = rep.comparison.to_json()
         data["record"] = rep.sandbox.record_path.as_posix()
+        data["cpu_note"] = rep.cpu_note
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         console.print(f"re-run written to {escape(str(rep.reproduced_dir))}")
         show(console.real, rep.comparison)
+        if rep.cpu_note:
+            console.print(f"[yellow]CPU[/]: {escape(rep.cpu_note)}")
     return exit_code(rep.comparison)
 
 
@@ -92,7 +99,7 @@ def _all(args: argparse.Namespace) -> int:
         status = progress.add_task("starting", total=None)
         reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
                                    tasks=tasks, references=args.references, update=args.update,
-                                   thresholds=thresholds(args))
+                                   thresholds=thresholds(args), cpu=args.cpu_profile)
     if args.report:
         from sharedtask.reproduce import report_sections
         from sharedtask.report import write_report
@@ -101,10 +108,15 @@ def _all(args: argparse.Namespace) -> int:
     bad = [r for r in reps if r.verdict in ("differs", "failed")]
     if args.json:
         print(json.dumps([{"task": r.task.id, "baseline": r.name, "verdict": r.verdict, "error": r.error,
+                           "cpu_profile": (r.sandbox.record.get("cpu") or {}).get("profile") if r.sandbox else None,
+                           "cpu_note": r.cpu_note,
                            "comparison": r.comparison.to_json() if r.comparison else None} for r in reps], indent=2))
     else:
-        table = Table(title=f"reproduction of {len(reps)} baseline run(s) against the reference runs",
-                      title_justify="left")
+        from sharedtask.sandbox.cpu import profile
+
+        chosen = profile(args.cpu_profile)
+        table = Table(title=f"reproduction of {len(reps)} baseline run(s) against the reference runs "
+                            f"(CPU profile {chosen.name}: {chosen.description})", title_justify="left")
         for name in ("task", "baseline", "verdict", "mean KTU", "mean RBO", "max RMSE"):
             table.add_column(name)
         for r in reps:
@@ -120,6 +132,8 @@ def _all(args: argparse.Namespace) -> int:
         for r in reps:
             if r.comparison and r.comparison.verdict == "differs":
                 console.print(f"{escape(r.task.id)}/{escape(r.name)}: {escape(r.comparison.verdict_line())}")
+            if r.cpu_note:
+                console.print(f"{escape(r.task.id)}/{escape(r.name)}: CPU: {escape(r.cpu_note)}")
         if args.report:
             console.print(f"report: {escape(str(args.report))}")
     return 1 if bad else 0

@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--disk", metavar="SIZE",
                         help="limit on what the container writes to its own file system, outside $outputDir "
                              "and /tmp, e.g. 10g (default: task spec)")
+    parser.add_argument("--cpu-profile", metavar="NAME",
+                        help="hide newer vector units from numpy, OpenBLAS and the JVM in the container: native, "
+                             "haswell (no AVX-512) or nehalem (no AVX); default $SHAREDTASK_CPU_PROFILE or native")
     parser.add_argument("--runtime", choices=("runc", "runsc"),
                         help="OCI runtime: runc (docker's default) or runsc (gVisor; see docs/threat-model.md) "
                              "(default: task spec)")
@@ -89,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         max_output=args.max_output,
         disk=args.disk,
         runtime=args.runtime,
+        cpu=args.cpu_profile,
         network=network,
         user=args.user,
         read_only_root=args.read_only_root,

@@ -15,7 +15,8 @@ from sharedtask.cli import LazyConsole
 
 from sharedtask.errors import SharedTaskError
 
-console = LazyConsole(highlight=False)
+#: soft wrap: one event per line in a log file or journald, never cut at 80 columns
+console = LazyConsole(highlight=False, soft_wrap=True)
 DEFAULT_DIR = Path("sharedtask-service")
 
 

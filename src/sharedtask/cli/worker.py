@@ -8,7 +8,8 @@ from pathlib import Path
 from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
 
-console = LazyConsole(highlight=False, stderr=True)
+#: soft wrap: one event per line in a log file or journald, never cut at 80 columns
+console = LazyConsole(highlight=False, stderr=True, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from sharedtask.dockerclient import docker_client
+    from sharedtask.executor import events
     from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
                                                 start_worker)
+    from sharedtask.executor.scratch import remove_stale
     from sharedtask.executor.remote import CeleryExecutor, _safe
     from sharedtask.resources import cache_root
     from sharedtask.sandbox.orphans import reap_orphans
@@ -58,12 +61,19 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--data-root {args.data_root} is not a folder")
     client = docker_client()  # one clear line when Docker is not there
     CeleryExecutor(args.broker, queue=args.queue)  # one clear line when the broker does not answer
+    events.configure()
     reaped = reap_orphans(client)
     name = args.name or default_name()
     work = (args.work_dir or cache_root() / "worker").resolve()
+    stale = remove_stale(work)
     console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {_safe(args.broker)}, "
-                  f"{args.concurrency} parallel run(s), scratch {work}"
-                  + (f"; removed {len(reaped)} container(s) left by a dead worker" if reaped else ""))
+                  f"{args.concurrency} parallel run(s), scratch {work}")
+    events.emit("worker-started", worker=name, queue=args.queue, broker=_safe(args.broker),
+                concurrency=args.concurrency, scratch=str(work))
+    if reaped:
+        events.emit("orphans-removed", worker=name, count=len(reaped), containers=",".join(c[:12] for c in reaped))
+    if stale:
+        events.emit("scratch-removed", worker=name, count=len(stale), folders=",".join(f.name for f in stale))
     config = WorkerConfig(broker=args.broker, name=name,
                           data_root=args.data_root.resolve() if args.data_root else None,
                           work_dir=work, visibility_timeout=args.visibility_timeout)

@@ -53,7 +53,39 @@ class JobResult:
         if validation.get("run_file"):
             validation["run_file"] = str(run_dir / "output" / validation["run_file"])
         return JobResult(self.job_id, self.state, self.status, self.message, self.worker, validation,
-                         self.record, run_dir)
+                         relocated_record(self.record, run_dir), run_dir)
+
+
+def relocated_record(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The run record with the worker's scratch folder replaced by ``run_dir`` in every path.
+
+    The worker recorded where it ran (``<scratch>/run/output``, its logs, the ``docker run``
+    line's mounts); once the folder has landed, the record must name the folder the
+    coordinator holds, or ``reproduce`` and the report point at a path of another machine.
+    The worker's own folder stays in ``executor.worker_run_dir``.
+    """
+    out = (record.get("output") or {}).get("dir") if isinstance(record.get("output"), dict) else None
+    if not isinstance(out, str) or not out:
+        return record
+    old = str(Path(out).parent)
+    new = str(run_dir.resolve())
+    if old == new:
+        return record
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, str):
+            if value == old or value.startswith(old + "/"):
+                return new + value[len(old):]
+            return value.replace(old + "/", new + "/") if old + "/" in value else value
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    moved = swap(record)
+    moved["executor"] = {**(record.get("executor") or {}), "worker_run_dir": old}
+    return moved
 
 
 class Handle(Protocol):

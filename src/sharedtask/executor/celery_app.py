@@ -138,12 +138,12 @@ def _deliveries(config: WorkerConfig, job_id: str) -> int:
 
 def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
-    import uuid
-
     from sharedtask.dockerclient import docker_client
     from sharedtask.executor import datasets, images
     from sharedtask.executor.base import JobResult, execute_in, portable, refused
+    from sharedtask.executor.events import emit
     from sharedtask.executor.job import FAILED, Job
+    from sharedtask.executor.scratch import new_scratch
     from sharedtask.executor.transfer import pack
     from sharedtask.sandbox.outputs import remove_tree
 
@@ -151,25 +151,30 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     assert config is not None, "run_job runs inside `sharedtask worker`"
     job = Job.from_json(payload)
     count = _deliveries(config, job.id)
+    emit("job-received", worker=config.name, job=job.id, software=job.software, task=job.task, delivery=count)
     if count > MAX_DELIVERIES:
         result = JobResult(job.id, FAILED, "error", f"delivered {count - 1} times and every worker running it "
                            "died (killed, out of memory, machine lost): not tried again", config.name)
+        emit("job-finished", worker=config.name, job=job.id, state=result.state, status=result.status)
         return result.to_json()
     lease = _Lease(config, _delivery_tags.get(task_id))
     lease.start()
-    work = config.work_dir / f"{job.id}-{uuid.uuid4().hex[:8]}"
+    work = new_scratch(config.work_dir, job.id)
     try:
         try:
             input_dir = datasets.locate(job.dataset, config.data_root)
             datasets.check(job.dataset, input_dir)
             image = images.ensure(job, docker_client())
         except SharedTaskError as exc:
+            emit("job-refused", worker=config.name, job=job.id, reason=str(exc))
             return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
         run_dir = work / "run"
+        emit("job-running", worker=config.name, job=job.id, image=job.image_id)
         try:
             result = execute_in(job, input_dir, run_dir, image, worker=config.name)
         except SharedTaskError as exc:
             result = JobResult(job.id, FAILED, "error", str(exc), config.name, run_dir=run_dir)
+        emit("job-finished", worker=config.name, job=job.id, state=result.state, status=result.status)
         raw = portable(run_dir, result)
         if run_dir.is_dir():
             raw["archive"], raw["archive_sha256"] = pack(run_dir)

@@ -19,6 +19,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import Job
 from sharedtask.sandbox.policy import (INPUT_MOUNT, OUTPUT_MOUNT, SANDBOX_USER, Limits, Policy, parse_runtime,
                                        parse_user)
+from sharedtask.sandbox.cpu import profile as cpu_profile
 from sharedtask.sandbox.runner import contract_environment, substitute
 
 JOB_LABEL = "sharedtask.io/job"
@@ -45,7 +46,8 @@ def policy_for(job: Job) -> Policy:
     return Policy(limits=limits, network=opts.get("network"),
                   user=parse_user(user) if user not in (None, "me") else SANDBOX_USER,
                   read_only_root=bool(opts.get("read_only_root", False)),
-                  runtime=parse_runtime(opts.get("runtime") or task.sandbox.runtime))
+                  runtime=parse_runtime(opts.get("runtime") or task.sandbox.runtime),
+                  cpu=cpu_profile(opts.get("cpu")).name)
 
 
 def _client() -> Any:
@@ -68,7 +70,8 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
     name = _name(f"{job.software}-{job.id[4:16]}")
     labels = {JOB_LABEL: job.id, "app.kubernetes.io/managed-by": "sharedtask"}
     amounts = {"cpu": f"{int(lim.cpus * 1000)}m", "memory": str(lim.memory), "ephemeral-storage": str(lim.disk)}
-    env = contract_environment(str(job.options.get("dataset_id", job.dataset.id)), False)
+    env = {**cpu_profile(job.options.get("cpu")).env(),
+           **contract_environment(str(job.options.get("dataset_id", job.dataset.id)), False)}
     container = k.V1Container(
         name="run",
         image=image,

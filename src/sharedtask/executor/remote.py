@@ -8,6 +8,7 @@ broker that goes away for a while: the states are asked again until it is back.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, K
                                             is_redis, make_app)
 from sharedtask.executor.job import DONE, FAILED, QUEUED, REFUSED, RUNNING, Job
 from sharedtask.executor.transfer import land
+from sharedtask.sandbox.record import RECORD_JSON
 
 POLL = 0.25  # s between two looks at a job's state
 
@@ -87,7 +89,10 @@ class CeleryHandle:
         if archive is None:
             return result
         landed_result = result.relocated(self.run_dir)
-        land(archive, digest, self.run_dir, extra={"job-result.json": write_result(self.run_dir, landed_result)})
+        extra = {"job-result.json": write_result(self.run_dir, landed_result)}
+        if landed_result.record:
+            extra[RECORD_JSON] = json.dumps(landed_result.record, indent=2, ensure_ascii=False) + "\n"
+        land(archive, digest, self.run_dir, extra=extra)
         return landed_result
 
 

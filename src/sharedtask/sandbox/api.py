@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox.cpu import profile as cpu_profile
 from sharedtask.sandbox.outputs import REJECTED, check_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
@@ -140,6 +141,7 @@ def run(
     disk: str | int | None = None,
     runtime: str | None = None,
     network: str | None = None,
+    cpu: str | None = None,
     user: str | None = "me",
     read_only_root: bool = False,
     dataset_id: str | None = None,
@@ -154,7 +156,10 @@ def run(
     the name of a docker network. ``runtime`` is ``runc`` or ``runsc`` (gVisor);
     ``disk`` bounds what the container writes outside its mounts. ``user="me"`` runs as the invoking uid:gid so
     output files are yours; ``user="image"`` keeps the image's USER like TIRA
-    (output then usually belongs to root). Without ``input_dir`` the task's
+    (output then usually belongs to root). ``cpu`` names a CPU profile
+    (:mod:`sharedtask.sandbox.cpu`: ``native``, ``haswell``, ``nehalem``; default
+    ``$SHAREDTASK_CPU_PROFILE`` or ``native``) that hides newer vector units from numpy,
+    OpenBLAS and the JVM in the container. Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
     ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
     ``record_dir`` (default: the parent of the output directory).
@@ -167,7 +172,7 @@ def run(
         memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output, disk=disk
     )
     policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
-                    runtime=parse_runtime(runtime or task.sandbox.runtime))
+                    runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
 
     if input_dir is None:
         input_path = task.sample_dir / "input"

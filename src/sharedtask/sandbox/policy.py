@@ -156,6 +156,8 @@ class Policy:
     user: str | None = None  # UID[:GID]; None keeps the image's USER
     read_only_root: bool = False
     runtime: str = "runc"
+    #: the CPU profile (sharedtask.sandbox.cpu): which vector units numeric libraries may use
+    cpu: str = "native"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,6 +166,7 @@ class Policy:
             "user": self.user or "image default",
             "read_only_root": self.read_only_root,
             "runtime": self.runtime,
+            "cpu_profile": self.cpu,
             "capabilities": "all dropped",
             "no_new_privileges": True,
             "input_mount": "read-only",

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from sharedtask import __version__
+from sharedtask.sandbox.cpu import describe, host_cpu, profile
 from sharedtask.sandbox.policy import Policy
 from sharedtask.units import format_size
 from sharedtask.sandbox.runner import RunRequest, RunResult
@@ -93,21 +94,12 @@ def build_record(
         "disk": {"bytes": result.disk_bytes, "limit": request.policy.limits.disk,
                  "enforcement": result.disk_enforcement},
         "policy": request.policy.to_json(),
+        "cpu": describe(profile(request.policy.cpu)),
         "logs": {"stdout": str(result.stdout_path.resolve()), "stderr": str(result.stderr_path.resolve()),
                  "truncated": result.log_truncated},
         "validation": validation,
         "reproduce": reproduce_command(request, result),
     }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _ram() -> str:
@@ -136,7 +128,7 @@ def build_ir_metadata(request: RunRequest, result: RunResult, *, task_id: str | 
         "tag": f"{result.image}@{task_id or request.dataset_id}",
         "platform": {
             "hardware": {
-                "cpu": {"model": _cpu_model(), "architecture": platform.machine(),
+                "cpu": {"model": host_cpu()[0], "architecture": platform.machine(),
                         "number of cores": os.cpu_count()},
                 "ram": _ram(),
             },

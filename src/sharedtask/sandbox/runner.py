@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox.cpu import profile
 from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans, signals_held
 from sharedtask.sandbox.outputs import Usage, output_usage
 from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Limits, Policy
@@ -232,7 +233,7 @@ class _Waiter(threading.Thread):
 
 def _container_spec(request: RunRequest) -> dict[str, Any]:
     has_run = request.input_run is not None
-    env = contract_environment(request.dataset_id, has_run)
+    env = {**profile(request.policy.cpu).env(), **contract_environment(request.dataset_id, has_run)}
     user = request.policy.user
     if user is not None and user.split(":")[0] != "0":
         # A uid the image does not know gets HOME=/ (not writable): caches go to /tmp.
