@@ -201,3 +201,36 @@ def test_dense_pooling_equals_wordllamas_own_embedding(baseline_images: dict[str
     assert report["maxdiff"] < 1e-3, report["maxdiff"]
     assert report["norms"][0] == 0.0  # the empty text is the zero vector
     assert all(abs(n - 1.0) < 1e-5 for n in report["norms"][1:])
+
+
+# CPU profiles (sharedtask.sandbox.cpu): what the libraries inside the image really see
+
+_PROBE = ("python -c \"import json, numpy._core._multiarray_umath as m; "
+          "print(json.dumps(sorted(k for k, v in m.__cpu_features__.items() if v)))\" "
+          "> $outputDir/numpy.json; java -XX:+PrintFlagsFinal -version 2>/dev/null | grep -w UseAVX "
+          "> $outputDir/jvm.txt; echo 'q0 Q0 d0 1 1.0 probe' > $outputDir/run.txt")
+
+
+@pytest.mark.parametrize("cpu", ["native", "haswell", "nehalem"])
+def test_a_cpu_profile_hides_vector_units_from_numpy_and_the_jvm(baseline_images, tmp_path: Path, cpu: str) -> None:
+    import json
+
+    from sharedtask.sandbox.cpu import host_cpu
+
+    out = sandbox_run("mathlib4-search", baseline_images["dense"], command=_PROBE, output_dir=tmp_path / "out",
+                      cpu=cpu, validate=False)
+    assert out.result.status == "success", out.result.message
+    numpy_features = set(json.loads((tmp_path / "out" / "numpy.json").read_text()))
+    use_avx = int((tmp_path / "out" / "jvm.txt").read_text().split("=")[1].split()[0])
+    host = host_cpu()[1]
+    assert out.record["cpu"]["profile"] == cpu and out.record["cpu"]["simd"] == list(host)
+    if cpu == "native":
+        assert ("X86_V4" in numpy_features) == ("avx512f" in host and "avx512bw" in host)
+        assert use_avx >= (2 if "avx2" in host else 0)
+    elif cpu == "haswell":
+        assert "X86_V4" not in numpy_features and use_avx <= 2
+        assert ("X86_V3" in numpy_features) == ("avx2" in host and "fma" in host)
+    else:
+        assert not {"X86_V3", "X86_V4", "AVX2"} & numpy_features and use_avx == 0
+    if cpu != "native":
+        assert not [f for f in out.record["cpu"]["seen_by_image"] if f.startswith("avx512")]

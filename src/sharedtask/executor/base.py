@@ -78,7 +78,7 @@ def relocated_record(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
                 return new + value[len(old):]
             return value.replace(old + "/", new + "/") if old + "/" in value else value
         if isinstance(value, dict):
-            return {k: swap(v) for k, v in value.items()}
+            return {swap(k): swap(v) for k, v in value.items()}
         if isinstance(value, list):
             return [swap(v) for v in value]
         return value
