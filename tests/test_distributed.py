@@ -51,7 +51,8 @@ def test_a_job_runs_on_a_worker_and_its_folder_lands_checked(docker_client, brok
     assert "working" in (run_dir / "stdout.log").read_text()
     record = json.loads((run_dir / "run-record.json").read_text())
     assert record["image"]["id"] == job.image_id
-    assert record["executor"] == {"job_id": job.id, "worker": "w1"}
+    assert {k: v for k, v in record["executor"].items() if k != "worker_run_dir"} == {"job_id": job.id, "worker": "w1"}
+    assert record["output"]["dir"] == str((run_dir / "output").resolve())  # the landed folder, not the worker's
     landed = json.loads((run_dir / "job-result.json").read_text())
     assert landed["job_id"] == job.id and landed["validation"]["run_file"] == "run.txt"
     assert not [p for p in run_dir.parent.iterdir() if p.name.startswith(".")]  # no staging left

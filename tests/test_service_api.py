@@ -374,7 +374,7 @@ def test_organizer_page_forms_publish_and_set_dates(service):
                      data=b"opens=2030-01-02T03%3A04&closes=&daily_limit=3", headers=form)
     assert status == 200  # the redirect to /organizer, followed
     settings = {t["task"]: t for t in call(f"{url}/api/tasks")[1]}[TASK]
-    assert settings["opens"] == "2030-01-02T03:04:00" and settings["daily_limit"] == 3 and settings["closes"] is None
+    assert settings["opens"] == "2030-01-02T03:04:00+00:00" and settings["daily_limit"] == 3 and settings["closes"] is None
     status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
     assert status == 403 and "opens for submissions at 2030-01-02T03:04:00" in body["detail"]
     assert call(f"{url}/organizer/tasks/{TASK}/settings", "POST", tokens["org"], data=b"daily_limit=x",

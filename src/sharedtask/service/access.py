@@ -6,6 +6,7 @@ organizer-only action by a team gets 403.
 """
 
 import datetime as dt
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Iterator
@@ -42,6 +43,18 @@ class ServiceState:
     executor: Executor
     config: ServiceConfig
     known_tasks: list[str]
+    #: sessions whose transactions write (SQLite: the write lock is taken at BEGIN; see db.py)
+    writers: sessionmaker[Session] | None = None
+    #: one lock per archive digest: ten teams sending the same new image load it once
+    _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _locks_guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def write_sessions(self) -> sessionmaker[Session]:
+        return self.writers or self.sessions
+
+    def image_lock(self, digest: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._image_locks.setdefault(digest, threading.Lock())
 
 
 def state(request: Request) -> ServiceState:
@@ -49,7 +62,15 @@ def state(request: Request) -> ServiceState:
 
 
 def db(request: Request) -> Iterator[Session]:
-    with state(request).sessions() as session:
+    """A session for the request: plain for reads, a writer's for anything else.
+
+    FastAPI runs this (sync) dependency and the sync handlers that use it in its thread
+    pool, never on the event loop; the session lives as long as the request, which for
+    these handlers is a few database statements, never an upload or a run.
+    """
+    service = state(request)
+    maker = service.sessions if request.method in ("GET", "HEAD") else service.write_sessions()
+    with maker() as session:
         yield session
 
 
@@ -77,6 +98,21 @@ def member(request: Request, session: Db) -> Team:
     return found
 
 
+def authenticate(service: ServiceState, request: Request) -> Team:
+    """The token's team, looked up in a short session of its own (for handlers that stream).
+
+    Why not the ``Member`` dependency: its session lives as long as the request, and a
+    request that streams a large upload must hold no session and no transaction meanwhile.
+    """
+    with service.sessions() as session:
+        found = team_of(session, token_of(request))
+        session.commit()  # ends the read transaction; expire_on_commit=False keeps the row loaded
+    if found is None:
+        raise HTTPException(401, "a valid token is needed (Authorization: Bearer TOKEN)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return found
+
+
 def organizer(who: Annotated[Team, Depends(member)]) -> Team:
     if not who.organizer:
         raise HTTPException(403, "only the organizer may do this")
@@ -95,12 +131,36 @@ def task_of(service: ServiceState, task_id: str) -> Any:
     return load_task(task_id)
 
 
+def ensure_settings(session: Session, task_ids: list[str]) -> None:
+    """A settings row for every task, made once (``INSERT ... ON CONFLICT DO NOTHING``).
+
+    Why at start-up: a row created by the first submission to a task was an INSERT inside
+    that submission's request, racing the next team's and holding a write lock while the
+    upload streamed. Rows that exist before anyone asks cannot race.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:  # another backend: the portable (racy but harmless at start-up) way
+        have = {s.task_id for s in session.scalars(select(TaskSettings))}
+        session.add_all(TaskSettings(task_id=t, published=False) for t in task_ids if t not in have)
+        session.commit()
+        return
+    if task_ids:
+        statement = insert(TaskSettings).values([{"task_id": t, "published": False} for t in task_ids])
+        session.execute(statement.on_conflict_do_nothing(index_elements=["task_id"]))
+    session.commit()
+
+
 def settings_of(session: Session, task_id: str) -> TaskSettings:
+    """The task's settings row (made at start-up for every known task; made here otherwise)."""
     found = session.scalar(select(TaskSettings).where(TaskSettings.task_id == task_id))
     if found is None:
-        found = TaskSettings(task_id=task_id, published=False)
-        session.add(found)
-        session.flush()
+        ensure_settings(session, [task_id])
+        found = session.scalar(select(TaskSettings).where(TaskSettings.task_id == task_id))
+        assert found is not None
     return found
 
 

@@ -6,6 +6,7 @@ One function per action, so a page form and an API call cannot drift apart.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 from fastapi import HTTPException
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from sharedtask.service import pages
 from sharedtask.service.access import ServiceState, naive_utc, settings_of, team_names
+from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, utcnow
 from sharedtask.service.tokens import TEAM_NAME
 
@@ -35,46 +37,165 @@ def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[
 
 def task_json(service: ServiceState, task_id: str, s: TaskSettings | None) -> dict[str, Any]:
     return {"task": task_id, "published": bool(s and s.published),
-            "opens": s.opens.isoformat() if s and s.opens else None,
-            "closes": s.closes.isoformat() if s and s.closes else None,
+            "opens": aware(s.opens) if s and s.opens else None,
+            "closes": aware(s.closes) if s and s.closes else None,
             "daily_limit": (s.daily_limit if s else None) or service.config.daily_limit}
 
 
-def check_open(service: ServiceState, session: Session, who: Team, task_id: str) -> None:
-    """403 before the task opens or after it closes; 429 past the daily limit (UTC day)."""
-    s = settings_of(session, task_id)
-    now = utcnow()
+def _window(s: TaskSettings, task_id: str, now: dt.datetime) -> None:
+    """403 before the task opens or after it closes."""
     if s.opens and now < s.opens:
-        raise HTTPException(403, f"task {task_id} opens for submissions at {s.opens.isoformat()} UTC")
+        raise HTTPException(403, f"task {task_id} opens for submissions at {aware(s.opens)}")
     if s.closes and now >= s.closes:
-        raise HTTPException(403, f"task {task_id} closed for submissions at {s.closes.isoformat()} UTC")
-    limit = s.daily_limit or service.config.daily_limit
-    if limit and not who.organizer:
-        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        count = session.scalar(select(func.count(Submission.id)).where(
-            Submission.team_id == who.id, Submission.task_id == task_id, Submission.created >= day))
-        if count >= limit:
-            raise HTTPException(429, f"{who.name} has made its {limit} submission(s) to {task_id} today "
-                                     "(the limit resets at 00:00 UTC)")
+        raise HTTPException(403, f"task {task_id} closed for submissions at {aware(s.closes)}")
 
 
-def tag_of(tag: str | None, session: Session, who: Team) -> str:
-    if tag is None:
-        n = session.scalar(select(func.count(Submission.id)).where(Submission.team_id == who.id))
-        return f"run{n + 1}"
-    if not TAG.match(tag):
+def _used_today(session: Session, who: Team, task_id: str, now: dt.datetime) -> int:
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(session.scalar(select(func.count(Submission.id)).where(
+        Submission.team_id == who.id, Submission.task_id == task_id, Submission.created >= day)) or 0)
+
+
+def _quota_refusal(who: Team, task_id: str, limit: int, now: dt.datetime) -> HTTPException:
+    reset = now.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
+    return HTTPException(429, f"{who.name} has made its {limit} submission(s) to {task_id} today; the limit "
+                              f"resets at {aware(reset)}",
+                         headers={"Retry-After": str(max(1, int((reset - now).total_seconds())))})
+
+
+def _checked_tag(tag: str | None) -> str | None:
+    if tag is not None and not TAG.match(tag):
         raise HTTPException(422, f"invalid tag {tag[:80]!r}: use 1-64 letters, digits, '.', '_' or '-'")
     return tag
 
 
-def queue(service: ServiceState, session: Session, who: Team, task_id: str, image: Image, command: str | None,
-          tag: str) -> Submission:
-    sub = Submission(team_id=who.id, task_id=task_id, image_id=image.id, image_name=image.docker_id, tag=tag,
-                     command=command, status="queued", attempts=0, notes=[])
-    session.add(sub)
-    session.commit()
+def _tag_taken(session: Session, who: Team, task_id: str, tag: str) -> bool:
+    return session.scalar(select(Submission.id).where(Submission.team_id == who.id, Submission.task_id == task_id,
+                                                      Submission.tag == tag).limit(1)) is not None
+
+
+def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, size: int | None,
+              limit: int) -> dict[str, Any]:
+    """Everything a submission would be refused for, asked before any byte of the image moves.
+
+    Runs in a worker thread with its own short read-only session. The answer is advice: the
+    quota is checked again, exactly, when the submission is stored (:func:`admit`).
+    """
+    _checked_tag(tag)
+    if size is not None and size > limit:
+        raise HTTPException(413, f"the image archive ({size} bytes) is larger than the limit of {limit} bytes",
+                            headers={"X-Max-Upload": str(limit)})
+    now = utcnow()
+    with service.sessions() as session:
+        s = settings_of(session, task_id)
+        _window(s, task_id, now)
+        daily = s.daily_limit or service.config.daily_limit
+        used = _used_today(session, who, task_id, now)
+        if daily and not who.organizer and used >= daily:
+            raise _quota_refusal(who, task_id, daily, now)
+        if tag is not None and _tag_taken(session, who, task_id, tag):
+            raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
+        session.commit()  # ends the read transaction; the rows stay loaded
+    return {"task": task_id, "team": who.name, "max_upload": limit,
+            "daily_limit": daily, "used_today": used,
+            "remaining_today": None if not daily or who.organizer else daily - used,
+            "closes": aware(s.closes) if s.closes else None}
+
+
+def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_name: str, command: str | None,
+          tag: str | None) -> Submission:
+    """Store the submission, or refuse it, in one transaction serialised per team.
+
+    The window, the daily limit and the tag are checked again here, inside the transaction
+    that inserts: on SQLite it holds the database's write lock from its BEGIN; on PostgreSQL
+    it first locks the team's row (``SELECT ... FOR UPDATE``), so a team's parallel
+    submissions pass one at a time and exactly ``limit`` of them are stored per day.
+    """
+    now = utcnow()
+    with service.write_sessions()() as session:
+        if not is_sqlite(session):
+            session.execute(select(Team.id).where(Team.id == who.id).with_for_update())
+        s = settings_of(session, task_id)
+        _window(s, task_id, now)
+        daily = s.daily_limit or service.config.daily_limit
+        if daily and not who.organizer and _used_today(session, who, task_id, now) >= daily:
+            raise _quota_refusal(who, task_id, daily, now)
+        if tag is None:
+            n = int(session.scalar(select(func.count(Submission.id)).where(Submission.team_id == who.id)) or 0) + 1
+            while _tag_taken(session, who, task_id, f"run{n}"):
+                n += 1
+            tag = f"run{n}"
+        elif _tag_taken(session, who, task_id, tag):
+            raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
+        sub = Submission(team_id=who.id, task_id=task_id, image_id=image_id, image_name=image_name, tag=tag,
+                         command=command, status="queued", attempts=0, notes=[], created=now)
+        session.add(sub)
+        session.commit()
     service.executor.enqueue(sub.id)
     return sub
+
+
+def _insert_image(session: Session, values: dict[str, Any], key: str) -> Image:
+    """The image row with ``values[key]``, inserted once whoever asks at the same time."""
+    dialect = session.get_bind().dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        session.execute(insert(Image).values(**values).on_conflict_do_nothing(index_elements=[key]))
+    elif session.scalar(select(Image).where(getattr(Image, key) == values[key])) is None:
+        session.add(Image(**values))
+    session.commit()
+    found = session.scalar(select(Image).where(getattr(Image, key) == values[key]))
+    assert found is not None
+    return found
+
+
+def image_of_archive(service: ServiceState, raw: Path, sha: str, limit: int) -> Image:
+    """The image of an uploaded archive: found by digest, or checked, loaded and stored once.
+
+    Never inside a transaction: the lookup and the insert are short transactions of their
+    own, and the check and ``docker load`` (minutes for a large image) run between them. One
+    lock per digest makes ten teams sending the same new image wait for one load.
+    """
+    from sharedtask.service.uploads import clean_archive, load_archive
+
+    with service.image_lock(sha):
+        with service.sessions() as session:
+            found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
+        if found is not None:
+            return found
+        clean = raw.with_suffix(".clean.tar")
+        try:
+            clean_archive(raw, clean)
+            loaded = load_archive(clean, limit, sha)
+        finally:
+            clean.unlink(missing_ok=True)
+        with service.write_sessions()() as session:
+            return _insert_image(session, {"archive_sha256": sha, "docker_id": loaded.docker_id,
+                                           "size": loaded.size}, "archive_sha256")
+
+
+def image_of_reference(service: ServiceState, reference: str, limit: int) -> Image:
+    """The image a team named in a registry, pulled (outside any transaction) and stored once."""
+    from sharedtask.service.uploads import named_image
+
+    loaded = named_image(reference, limit, allow_local=service.config.allow_local_images)
+    with service.write_sessions()() as session:
+        found = session.scalar(select(Image).where(Image.docker_id == loaded.docker_id,
+                                                   Image.archive_sha256.is_(None)).limit(1))
+        if found is not None:
+            return found
+        image = Image(docker_id=loaded.docker_id, size=loaded.size)
+        session.add(image)
+        session.commit()
+        return image
+
+
+def aware(value: dt.datetime) -> str:
+    """A stored (naive UTC) time as ISO 8601 with its zone: ``2027-03-01T00:00:00+00:00``."""
+    return value.replace(tzinfo=dt.timezone.utc).isoformat()
 
 
 def blind_for(service: ServiceState, who: Team) -> bool:
@@ -99,8 +220,12 @@ def hide(session: Session, sub: Submission, reason: str | None) -> dict[str, Any
 
 def put_settings(service: ServiceState, session: Session, task_id: str, opens: dt.datetime | None,
                  closes: dt.datetime | None, daily_limit: int | None) -> dict[str, Any]:
+    opens, closes = naive_utc(opens), naive_utc(closes)
+    if opens is not None and closes is not None and opens >= closes:
+        raise HTTPException(422, f"the task would close ({aware(closes)}) before it opens ({aware(opens)}): "
+                                 "give an opening time before the closing time")
     s = settings_of(session, task_id)
-    s.opens, s.closes, s.daily_limit = naive_utc(opens), naive_utc(closes), daily_limit
+    s.opens, s.closes, s.daily_limit = opens, closes, daily_limit
     session.commit()
     return task_json(service, task_id, s)
 

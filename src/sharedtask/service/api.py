@@ -4,6 +4,7 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 (``Member``, ``Db``, the request models) at run time.
 """
 
+import asyncio
 import datetime as dt
 import io
 import json
@@ -15,18 +16,19 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions
-from sharedtask.service.access import (Db, Member, Organizer, State, may_see_board, all_settings, task_of,
-                                       team_names, visible)
-from sharedtask.service.models import Image, Submission, Team
+from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
+                                       may_see_board, task_of, team_names, visible)
+from sharedtask.service.limits import bounded_body
+from sharedtask.service.models import Submission, Team
 from sharedtask.service.tokens import create_team
-from sharedtask.service.uploads import Spool, UploadError, clean_archive, load_archive, named_image
+from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
 
 router = APIRouter(prefix="/api")
@@ -55,18 +57,33 @@ class SettingsIn(BaseModel):
 # ----------------------------------------------------------------------------- submissions
 
 
+#: a chunk of an upload must arrive within this many seconds, or the upload is dropped
+UPLOAD_IDLE_SECONDS = 120.0
+#: JSON bodies (a named image, settings, a team) are small
+JSON_LIMIT = 64 * 1024
+
+
 async def _spool_upload(request: Request, service: State, limit: int) -> tuple[Path, str]:
-    """The request body in ``DATA_DIR/uploads/``, with its sha256; nothing stays behind on any failure."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise UploadError(413, f"the image archive ({declared} bytes) is larger than the limit of {limit} bytes",
-                          hint="make the image smaller")
+    """The request body in ``DATA_DIR/uploads/``, with its sha256; nothing stays behind on any failure.
+
+    No session and no transaction is open while the body streams, and each chunk must come
+    within ``UPLOAD_IDLE_SECONDS``: a stalled client cannot hold a spool or a slot for ever.
+    """
     uploads = service.config.data_dir / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
     spool = Spool(uploads / f"{secrets.token_hex(8)}.tar", limit)
+    stream = request.stream().__aiter__()
     try:
-        async for chunk in request.stream():
-            spool.write(chunk)
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), UPLOAD_IDLE_SECONDS)
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:
+                raise HTTPException(408, f"no data for {UPLOAD_IDLE_SECONDS:.0f} s: the upload was dropped; "
+                                         "nothing was stored") from None
+            if chunk:
+                await run_in_threadpool(spool.write, chunk)
     except ClientDisconnect:
         spool.discard()
         raise HTTPException(400, "the upload was interrupted; nothing was stored") from None
@@ -87,45 +104,58 @@ async def _spool_upload(request: Request, service: State, limit: int) -> tuple[P
     return spool.path, sha
 
 
+def _declared_size(request: Request) -> int | None:
+    declared = request.headers.get("content-length")
+    return int(declared) if declared is not None and declared.isdigit() else None
+
+
+def _upload_limit(service: ServiceState, task: Any) -> int:
+    return min(service.config.max_upload, parse_size(task.sandbox.max_image))
+
+
+@router.get("/tasks/{task_id}/submissions/preflight", tags=["submissions"],
+            summary="Would a submission be accepted now? Token, dates, quota, tag and size, before any upload")
+async def preflight(task_id: str, request: Request, service: State, tag: str | None = None,
+                    size: int | None = None) -> dict[str, Any]:
+    task = task_of(service, task_id)
+    who = await run_in_threadpool(authenticate, service, request)
+    return await run_in_threadpool(actions.preflight, service, who, task_id, tag, size, _upload_limit(service, task))
+
+
 @router.post("/tasks/{task_id}/submissions", status_code=201, tags=["submissions"],
              summary="Submit an image: a `docker save` archive as the body (application/x-tar), or JSON naming "
                      "an image in a registry")
-async def submit(task_id: str, request: Request, who: Member, session: Db, service: State,
+async def submit(task_id: str, request: Request, service: State,
                  command: str | None = None, tag: str | None = None) -> JSONResponse:
+    """Every database step runs in the thread pool in a short transaction of its own; none is
+    open while the body streams or the image loads. Refusals come before the body is read."""
     task = task_of(service, task_id)
-    limit = min(service.config.max_upload, parse_size(task.sandbox.max_image))
-    actions.check_open(service, session, who, task_id)
-    if request.headers.get("content-type", "").startswith("application/json"):
-        named = NamedImageIn.model_validate_json(await request.body())
-        run_tag = actions.tag_of(named.tag or tag, session, who)
-        loaded = await run_in_threadpool(named_image, named.image, limit,
-                                         allow_local=service.config.allow_local_images)
-        image = session.scalar(select(Image).where(Image.docker_id == loaded.docker_id))
-        if image is None:
-            image = Image(docker_id=loaded.docker_id, size=loaded.size)
-            session.add(image)
-            session.flush()
-        sub = actions.queue(service, session, who, task_id, image, named.command or command, run_tag)
-        return JSONResponse(actions.submission_json(sub, who.name, blind=actions.blind_for(service, who)),
-                            status_code=201)
-    run_tag = actions.tag_of(tag, session, who)
-    raw, sha = await _spool_upload(request, service, limit)
-    clean = raw.with_suffix(".clean.tar")
-    try:
-        image = session.scalar(select(Image).where(Image.archive_sha256 == sha))
-        if image is None:  # stored once by digest: a known archive is neither checked nor loaded again
-            await run_in_threadpool(clean_archive, raw, clean)
-            loaded = await run_in_threadpool(load_archive, clean, limit, sha)
-            image = Image(archive_sha256=sha, docker_id=loaded.docker_id, size=loaded.size)
-            session.add(image)
-            session.flush()
-    finally:
-        raw.unlink(missing_ok=True)
-        clean.unlink(missing_ok=True)
-    sub = actions.queue(service, session, who, task_id, image, command, run_tag)
-    blind = actions.blind_for(service, who)
-    return JSONResponse({**actions.submission_json(sub, who.name, blind=blind), "archive_sha256": sha},
-                        status_code=201)
+    limit = _upload_limit(service, task)
+    who = await run_in_threadpool(authenticate, service, request)
+    is_json = request.headers.get("content-type", "").startswith("application/json")
+    if is_json:
+        raw_body = await bounded_body(request, JSON_LIMIT)
+        try:
+            named = NamedImageIn.model_validate_json(raw_body)
+        except ValidationError as exc:
+            raise HTTPException(422, f"not a named image: {exc.errors()[0].get('msg', 'invalid JSON')}",
+                                headers=None) from None
+        tag, command = named.tag or tag, named.command or command
+        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit)
+        image = await run_in_threadpool(actions.image_of_reference, service, named.image, limit)
+        sha = None
+    else:
+        await run_in_threadpool(actions.preflight, service, who, task_id, tag, _declared_size(request), limit)
+        raw, sha = await _spool_upload(request, service, limit)
+        try:
+            image = await run_in_threadpool(actions.image_of_archive, service, raw, sha, limit)
+        finally:
+            raw.unlink(missing_ok=True)
+    sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag)
+    body = actions.submission_json(sub, who.name, blind=actions.blind_for(service, who))
+    if sha is not None:
+        body["archive_sha256"] = sha
+    return JSONResponse(body, status_code=201)
 
 
 @router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)")

@@ -11,12 +11,15 @@ from typing import Any, AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.service import api, views
-from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState
+from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings
+from sharedtask.service.db import writer_sessions
 from sharedtask.service.executor import Executor, resume
+from sharedtask.service.limits import BodyLimit
 from sharedtask.service.uploads import UploadError
 
 __all__ = ["COOKIE", "ServiceConfig", "create_app"]
@@ -31,14 +34,30 @@ async def _user_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=400)
 
 
+def _start(service: ServiceState) -> None:
+    """Before the first request: a settings row for every task, and no spool of a killed upload.
+
+    Spools are named ``uploads/<random>.tar`` and only live during a request; at start-up no
+    request runs, so whatever is there was left by a server that was killed mid-upload.
+    """
+    with service.write_sessions()() as session:
+        ensure_settings(session, list(service.known_tasks))
+    uploads = service.config.data_dir / "uploads"
+    if uploads.is_dir():
+        for leftover in uploads.iterdir():
+            if leftover.is_file() or leftover.is_symlink():
+                leftover.unlink(missing_ok=True)
+
+
 def create_app(sessions: sessionmaker[Session], executor: Executor, config: ServiceConfig) -> FastAPI:
     """The app over a migrated database."""
     from sharedtask.spec import task_ids
 
-    service = ServiceState(sessions, executor, config, config.task_ids or task_ids())
+    service = ServiceState(sessions, executor, config, config.task_ids or task_ids(), writers=writer_sessions(sessions))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[Any]:
+        await run_in_threadpool(_start, service)
         resume(sessions, executor)
         yield
         executor.shutdown()
@@ -47,6 +66,7 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
                   description="Teams submit images; the server runs them sandboxed on the hidden data, validates "
                               "and scores them; organizers publish leaderboards.")
     app.state.service = service
+    app.add_middleware(BodyLimit)
     app.add_exception_handler(UploadError, _upload_error)
     app.add_exception_handler(SharedTaskError, _user_error)
     app.include_router(api.router)

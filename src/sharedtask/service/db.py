@@ -21,22 +21,42 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+#: execution option of an engine whose SQLite transactions take the write lock at BEGIN
+IMMEDIATE = "sharedtask_begin_immediate"
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the pages read while a worker writes; the busy timeout waits for a
     # writer instead of failing with "database is locked" (sqlite.org/wal.html).
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+    # We issue BEGIN ourselves (below), not the sqlite3 module (SQLAlchemy's documented recipe,
+    # "Serializable isolation / Savepoints / Transactional DDL" for pysqlite).
+    dbapi_connection.isolation_level = None
+
+
+def _sqlite_begin(connection: Any) -> None:
+    """``BEGIN IMMEDIATE`` for transactions that will write, plain ``BEGIN`` for the rest.
+
+    Why: in WAL mode a deferred transaction that read first and then writes fails at once
+    with SQLITE_BUSY_SNAPSHOT when another writer committed in between; the busy timeout is
+    not even consulted (sqlite.org/rescode.html#busy_snapshot). A transaction that takes the
+    write lock at its start waits its turn instead.
+    """
+    immediate = connection.get_execution_options().get(IMMEDIATE)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``, or one line saying what is wrong with it."""
     try:
         if url.startswith("sqlite"):
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin)
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
         with engine.connect():
@@ -74,3 +94,18 @@ def migrate(engine: Engine) -> None:
 
 def sessions(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def writer_sessions(readers: sessionmaker[Session]) -> sessionmaker[Session]:
+    """Sessions for transactions that write: on SQLite they take the write lock at BEGIN.
+
+    On PostgreSQL the transactions are ordinary ones: whatever must be serialised takes a
+    row lock (``SELECT ... FOR UPDATE``) where it needs one.
+    """
+    engine = readers.kw["bind"]
+    return sessionmaker(engine.execution_options(**{IMMEDIATE: True}), expire_on_commit=False)
+
+
+def is_sqlite(session: Session) -> bool:
+    bind = session.get_bind()
+    return bind.dialect.name == "sqlite"

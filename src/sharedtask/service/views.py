@@ -9,6 +9,7 @@ annotations`` (FastAPI reads the annotations at run time).
 from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.concurrency import run_in_threadpool
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
@@ -73,8 +74,9 @@ def login_link(session: Db, token: str = "", next: str = "") -> Any:  # noqa: A0
 
 @router.post("/login")
 async def login_form(request: Request, session: Db) -> Any:
+    # the body is bounded by limits.BodyLimit; the token lookup runs in the thread pool
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
-    return login_response((form.get("token") or [""])[0], session)
+    return await run_in_threadpool(login_response, (form.get("token") or [""])[0], session)
 
 
 @router.get("/team", response_class=HTMLResponse)
