@@ -399,3 +399,111 @@ def test_redact_drops_logs_and_finding_details():
     assert blind["validation"]["report"]["findings"] == [{"severity": "error", "code": "RUN-DOC-ID",
                                                           "message": HIDDEN_DETAIL}]
     assert "reason" not in blind["validation"] and record["logs"] == {"stdout": "/x/stdout.log"}  # not changed
+
+
+# ----------------------------------------------------------------------------- bounded bodies, pre-flight
+
+
+def _raw(url: str, method: str, path: str, headers: dict[str, str], body: bytes = b"",
+         chunks: list[bytes] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """A request with exactly these headers (a lying Content-Length, chunked bodies); (status, headers, body)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for key, value in headers.items():
+            conn.putheader(key, value)
+        conn.endheaders()
+        try:
+            if chunks is not None:
+                for chunk in chunks:
+                    conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                conn.send(b"0\r\n\r\n")
+            elif body:
+                conn.send(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the body was read: the answer says so
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def test_a_huge_body_is_refused_by_its_headers_before_a_byte_is_read(service):
+    url = service[0]
+    # claims 1.5 GB and sends 10 bytes: answered at once from the header, without waiting for the rest
+    status, _, body = _raw(url, "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded",
+                                                  "Content-Length": str(1500 * 2**20)}, b"token=abc&")
+    assert status == 413 and b"larger than" in body
+    # a chunked body without a length is cut as soon as it passes the limit
+    status, _, _ = _raw(url, "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded",
+                                                "Transfer-Encoding": "chunked"}, chunks=[b"x" * 40_000] * 4)
+    assert status == 413
+    status, _, _ = _raw(url, "PUT", f"/api/tasks/{TASK}/settings", {"Content-Type": "application/json",
+                                                                    "Content-Length": str(10 * 2**20)}, b"{")
+    assert status == 413
+
+
+def test_an_upload_with_a_bad_token_is_401_before_its_body_is_read(service):
+    url = service[0]
+    status, _, _ = _raw(url, "POST", f"/api/tasks/{TASK}/submissions",
+                        {"Authorization": "Bearer wrong", "Content-Type": "application/x-tar",
+                         "Content-Length": str(5 * 2**30)}, b"x" * 1000)
+    assert status == 401
+
+
+def test_invalid_json_is_422_not_500(service):
+    url, _, _, tokens, _ = service
+    for body in (b"{not json", b'{"command": "x"}', b"[]"):
+        status, _, raw = _raw(url, "POST", f"/api/tasks/{TASK}/submissions",
+                              {"Authorization": f"Bearer {tokens['a']}", "Content-Type": "application/json",
+                               "Content-Length": str(len(body))}, body)
+        assert status == 422, raw
+    status, answer = call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], data=b"{oops",
+                          headers={"Content-Type": "application/json"})
+    assert status == 422, answer
+
+
+def test_preflight_answers_what_a_submission_would_get(service):
+    url, factory, _, tokens, _ = service
+    base = f"{url}/api/tasks/{TASK}/submissions/preflight"
+    assert call(base)[0] == 401
+    status, ready = call(base, token=tokens["a"])
+    assert status == 200 and ready["max_upload"] == 64 * 1024 and ready["used_today"] == 0
+    assert call(base + f"?size={64 * 1024 + 1}", token=tokens["a"])[0] == 413
+    assert call(base + "?tag=bad%20tag", token=tokens["a"])[0] == 422
+    _add_submission(factory, "team-a")  # tagged "t", made today
+    assert call(base + "?tag=t", token=tokens["a"])[0] == 409  # a team's tags are unique per task
+    assert call(base + "?tag=t", token=tokens["b"])[0] == 200
+    assert call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], {"daily_limit": 1})[0] == 200
+    status, refused = call(base, token=tokens["a"])
+    assert status == 429 and "resets at" in refused["detail"] and "+00:00" in refused["detail"]
+    _, headers, _ = _raw(url, "GET", f"/api/tasks/{TASK}/submissions/preflight",
+                         {"Authorization": f"Bearer {tokens['a']}"})
+    assert 0 < int(headers["retry-after"]) <= 86400
+    assert call(base, token=tokens["org"])[0] == 200  # the organizer has no daily limit
+    closed = {"opens": "2020-01-01T00:00:00Z", "closes": "2020-02-01T00:00:00+01:00"}
+    assert call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], closed)[0] == 200
+    status, refused = call(base, token=tokens["b"])
+    assert status == 403 and "2020-01-31T23:00:00+00:00" in refused["detail"]
+
+
+def test_settings_refuse_a_task_that_closes_before_it_opens(service):
+    url, _, _, tokens, _ = service
+    status, answer = call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"],
+                          {"opens": "2030-03-01T00:00:00Z", "closes": "2030-02-01T00:00:00Z"})
+    assert status == 422 and "before it opens" in answer["detail"]
+    status, answer = call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"],
+                          {"opens": "2030-01-01T00:00:00+02:00", "closes": "2030-02-01T00:00:00Z"})
+    assert status == 200 and answer["opens"] == "2029-12-31T22:00:00+00:00" and answer["closes"].endswith("+00:00")
+
+
+def test_settings_rows_exist_from_start_up(service):
+    from sharedtask.service.models import TaskSettings
+
+    _, factory, _, _, _ = service
+    with factory() as session:
+        assert [s.task_id for s in session.scalars(select(TaskSettings))] == [TASK]

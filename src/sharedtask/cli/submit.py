@@ -46,16 +46,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _estimate(image: str) -> int | None:
+    """The image's size as docker reports it (its archive is about as large), or None if unknown."""
+    from sharedtask.dockerclient import docker_client
+
+    try:
+        return int(docker_client().images.get(image).attrs.get("Size") or 0) or None
+    except Exception:  # noqa: BLE001 - save_image reports a missing image in one line
+        return None
+
+
 def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    from sharedtask.dockerclient import docker_client
     from sharedtask.service.client import save_image
 
-    try:
-        estimate = int(docker_client().images.get(args.image).attrs.get("Size") or 0)
-    except Exception:  # noqa: BLE001 - save_image reports a missing image in one line
-        estimate = 0
+    estimate = _estimate(args.image) or 0
     with tempfile.TemporaryDirectory(prefix="sharedtask-submit-") as tmp:
         archive = Path(tmp) / "image.tar"
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
@@ -79,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
     server = Server(args.server.rstrip("/"), args.token)
     path = submission_path(args.task, args.command, args.tag)
+    # Before any byte moves: token, dates, quota, tag and size (a refusal costs no docker save).
+    ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image))
+    if not args.json and ready.get("remaining_today") is not None:
+        err_console.print(f"{markup_safe(args.task)}: {ready['remaining_today']} submission(s) left today")
     if args.registry:
         sub = server.request("POST", path, {"image": args.image, "command": args.command, "tag": args.tag})
     else:
@@ -109,9 +119,37 @@ def _wait(server: Any, submission_id: int, *, quiet: bool) -> Any:
         time.sleep(1)
 
 
+def failure_reasons(sub: Any) -> list[str]:
+    """Why a run failed or is invalid, from what the server lets this team see."""
+    reasons: list[str] = []
+    record = sub.get("record") or {}
+    if record.get("exit_code") not in (None, 0):
+        reasons.append(f"exit code {record['exit_code']}")
+    if record.get("message") and sub.get("run_status") not in (None, "success"):
+        reasons.append(str(record["message"]))
+    validation = sub.get("validation") or {}
+    codes = list(sub.get("finding_codes") or [])
+    for finding in ((validation.get("report") or {}).get("findings") or []):
+        if isinstance(finding, dict) and finding.get("severity") == "error" and finding.get("code") not in codes:
+            codes.append(finding.get("code"))
+    if not codes and validation.get("code"):
+        codes.append(validation["code"])
+    if codes:
+        reasons.append("findings: " + ", ".join(str(c) for c in codes))
+    if validation.get("reason"):
+        reasons.append(str(validation["reason"]))
+    tail = [str(line) for line in (record.get("log_tail") or []) if str(line).strip()]
+    if tail:
+        reasons.append("log: " + " | ".join(tail[-5:]))
+    return reasons
+
+
 def _print_result(sub: Any) -> None:
     verdict = {True: "valid", False: "invalid", None: "not validated"}[sub.get("valid")]
     console.print(f"run: {markup_safe(str(sub.get('run_status')))}, {verdict}")
+    if sub.get("status") == "failed" or sub.get("valid") is False:
+        for reason in failure_reasons(sub):
+            console.print(f"  why: {markup_safe(reason)}")
     for key, value in sorted((sub.get("scores") or {}).items()):
         console.print(f"  {markup_safe(key)}: {value:.4f}" if isinstance(value, float) else f"  {markup_safe(key)}: {value}")
     for note in sub.get("notes") or []:

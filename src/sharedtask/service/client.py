@@ -18,6 +18,9 @@ from sharedtask.errors import SharedTaskError
 
 CHUNK = 1 << 20
 Progress = Callable[[int], None]
+#: seconds an upload may wait for the socket (one send, or the answer after the last byte:
+#: the server checks and loads the image before it answers)
+UPLOAD_TIMEOUT = 1800.0
 
 
 class ServiceError(SharedTaskError):
@@ -38,7 +41,15 @@ class Server:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SharedTaskError(f"invalid server URL {self.url!r}", hint="e.g. http://127.0.0.1:8000")
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        return cls(parts.hostname, parts.port, timeout=timeout)
+        conn = cls(parts.hostname, parts.port, timeout=timeout)
+        conn.connect()
+        # headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm
+        # holds the second until the server's delayed ACK (40 ms on Linux) comes back
+        import socket
+
+        if conn.sock is not None:
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
 
     def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json", **(extra or {})}
@@ -62,8 +73,12 @@ class Server:
 
     def request(self, method: str, path: str, body: Any = None, *, timeout: float | None = 60) -> Any:
         """One JSON request; the decoded answer."""
-        conn = self._connection(timeout)
         data = json.dumps(body).encode("utf-8") if body is not None else None
+        try:
+            conn = self._connection(timeout)
+        except OSError as exc:
+            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                                  hint="is `sharedtask serve` running there?") from None
         try:
             conn.request(method, path, body=data,
                          headers=self._headers({"Content-Type": "application/json"} if data is not None else None))
@@ -74,9 +89,19 @@ class Server:
         finally:
             conn.close()
 
+    def preflight(self, task: str, tag: str | None, size: int | None) -> Any:
+        """Would the server accept a submission now (token, dates, quota, tag, size)? Raises why not."""
+        query = {k: str(v) for k, v in (("tag", tag), ("size", size)) if v}
+        return self.request("GET", f"/api/tasks/{quote(task, safe='')}/submissions/preflight"
+                                   + (f"?{urlencode(query)}" if query else ""))
+
     def upload(self, path: str, source: BinaryIO, size: int, sha256: str, progress: Progress | None = None) -> Any:
         """POST a file of ``size`` bytes announced with its sha256; the server checks both."""
-        conn = self._connection(timeout=None)
+        try:
+            conn = self._connection(timeout=UPLOAD_TIMEOUT)
+        except OSError as exc:
+            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                                  hint="is `sharedtask serve` running there?") from None
         try:
             conn.putrequest("POST", path)
             for key, value in self._headers({"Content-Type": "application/x-tar", "Content-Length": str(size),
