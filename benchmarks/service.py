@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/service.py [--clients 50] [--seconds 60] [--submit-every 10]
 
+First one keep-alive client alone (GETs, target p50 <= 5 ms), then the crowd (target p95 <=
+100 ms, no errors). The load generator runs on the same 2-core machine as the server.
+
 Starts ``sharedtask serve`` (SQLite file, one local sandbox worker) in its own process,
 publishes the Touché 2021 leaderboard after one real run, then lets every client
 (a thread with its own keep-alive connection) loop: GET the public leaderboard,
@@ -37,6 +40,27 @@ from service_helpers import (TASK, build_tiny_image, call, free_port, perfect_ru
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def single_client(port: int, token: str, requests: int = 200) -> dict[str, float]:
+    """One keep-alive client alone, GETs only: p50 and p95 in ms per kind (target p50 <= 5 ms)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    figures: dict[str, float] = {}
+    for kind, path, headers in (("leaderboard", f"/api/tasks/{TASK}/leaderboard", {}),
+                                ("submissions", "/api/submissions", {"Authorization": f"Bearer {token}"}),
+                                ("tasks", "/api/tasks", {})):
+        values = []
+        for _ in range(requests):
+            start = time.perf_counter()
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200, (kind, response.status)
+            values.append(time.perf_counter() - start)
+        figures[f"{kind} p50"] = 1000 * statistics.median(values)
+        figures[f"{kind} p95"] = 1000 * percentile(values, 0.95)
+    conn.close()
+    return figures
 
 
 def client(port: int, token: str, archives: list[tuple[bytes, str]], deadline: float, every: int,
@@ -103,6 +127,9 @@ def main() -> int:  # noqa: C901 - one linear script
                            tags[0], "--wait", "--json")
         assert json.loads(first.stdout)["status"] == "done", first.stdout
         assert call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)[0] == 200
+        alone = single_client(port, tokens[0])
+        print("one keep-alive client, 200 GETs per kind (ms): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in alone.items()))
         load_before = os.getloadavg()[0]
         out: dict[str, list[float]] = {"leaderboard": [], "submissions": [], "submit": []}
         errors: list[str] = []
