@@ -216,3 +216,36 @@ def test_a_server_killed_during_an_upload_leaves_no_spool_after_restart(start, a
     wait_until_up(again.url)
     assert not list(spools.iterdir())  # removed at start-up
     assert upload(again, team, archive)[0] == 201  # and the service works
+
+
+def test_submit_asks_before_docker_save_and_says_why_a_run_failed(start, docker_client, tmp_path: Path) -> None:
+    served = start()
+    organizer, team = served.token(), served.token("team")
+    tag = f"sharedtask-test/crowd-fails:{os.getpid()}"
+    build_tiny_image(docker_client, tag, perfect_run("x"), tmp_path, script="echo 'cannot find my index' >&2; exit 3")
+    try:
+        def submit(token: str, *extra: str):
+            return served.cli("submit", "--server", served.url, "--token", token, "--task", TASK, "--image", tag,
+                              *extra, check=False)
+
+        refused = submit("not-a-token")
+        assert refused.returncode == 2 and "401" in refused.stderr
+        assert "sha256" not in refused.stderr  # refused before `docker save` wrote anything
+        closed = {"opens": "2020-01-01T00:00:00Z", "closes": "2020-02-01T00:00:00Z"}
+        assert call(f"{served.url}/api/tasks/{TASK}/settings", "PUT", organizer, closed)[0] == 200
+        late = submit(team)
+        assert late.returncode == 2 and "closed for submissions at 2020-02-01T00:00:00+00:00" in late.stderr
+        assert "sha256" not in late.stderr
+        assert call(f"{served.url}/api/tasks/{TASK}/settings", "PUT", organizer, {})[0] == 200
+        failed = submit(team, "--wait", "--tag", "broken")
+        assert failed.returncode == 1, failed.stderr
+        assert "why: exit code 3" in failed.stdout and "why: findings: RUN-MISSING" in failed.stdout
+        taken = submit(team, "--tag", "broken")
+        assert taken.returncode == 2 and "409" in taken.stderr and "sha256" not in taken.stderr
+    finally:
+        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
+            try:
+                container.remove(force=True)
+            except Exception:  # noqa: BLE001 - removed by the server meanwhile
+                pass
+        docker_client.images.remove(docker_client.images.get(tag).id, force=True)

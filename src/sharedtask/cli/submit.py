@@ -125,8 +125,9 @@ def failure_reasons(sub: Any) -> list[str]:
     record = sub.get("record") or {}
     if record.get("exit_code") not in (None, 0):
         reasons.append(f"exit code {record['exit_code']}")
-    if record.get("message") and sub.get("run_status") not in (None, "success"):
-        reasons.append(str(record["message"]))
+    message = str(record.get("message") or "")
+    if message and sub.get("run_status") not in (None, "success") and not message.startswith("exited with code"):
+        reasons.append(message)
     validation = sub.get("validation") or {}
     codes = list(sub.get("finding_codes") or [])
     for finding in ((validation.get("report") or {}).get("findings") or []):
@@ -138,7 +139,7 @@ def failure_reasons(sub: Any) -> list[str]:
         reasons.append("findings: " + ", ".join(str(c) for c in codes))
     if validation.get("reason"):
         reasons.append(str(validation["reason"]))
-    tail = [str(line) for line in (record.get("log_tail") or []) if str(line).strip()]
+    tail = [str(line) for line in (sub.get("log_tail") or record.get("log_tail") or []) if str(line).strip()]
     if tail:
         reasons.append("log: " + " | ".join(tail[-5:]))
     return reasons
