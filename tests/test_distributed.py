@@ -167,7 +167,11 @@ def test_a_timeout_is_reported_once_with_its_logs(docker_client, broker, workers
     result = CeleryExecutor(broker.url).submit(job, tmp_path / "out" / "slow").result(timeout=120)
     assert (result.state, result.status) == ("failed", "timeout")
     assert "before-the-limit" in (tmp_path / "out" / "slow" / "stdout.log").read_text()
-    time.sleep(6)  # longer than the visibility timeout: a job not acknowledged would come back now
+    # acknowledged: nothing of it is left in kombu's unacknowledged set, so it can never come back
+    import redis
+
+    client = redis.Redis(port=broker.port)
+    wait_for(lambda: client.zcard("unacked_index") == 0 and client.hlen("unacked") == 0, 60)
     assert deliveries(broker, job) == 1
 
 

@@ -199,7 +199,9 @@ def test_server_killed_during_a_run_resumes_without_losing_or_double_scoring(ser
     _, first = submit(served, token, slow)
     _, second = submit(served, token, quick)
     wait_for(served, token, first["id"], ("running",))
-    time.sleep(1)  # let the container start
+    end = time.monotonic() + 120  # the container is there (a hang bound, not a delay)
+    while not docker_client.containers.list(all=True, filters={"ancestor": slow}) and time.monotonic() < end:
+        time.sleep(0.1)
     served.process.send_signal(signal.SIGKILL)
     served.process.wait()
     with sqlite3.connect(served.data_dir / "service.db") as db:

@@ -35,8 +35,8 @@ def load():
                           disable_download=True)
 
 
-#: tokens gathered per step: 32k x 256 float64 = 64 MiB, whatever a document's length
-CHUNK_TOKENS = 32_768
+#: tokens gathered per step: 64k x 256 float32 = 64 MiB, whatever a document's length
+CHUNK_TOKENS = 65_536
 
 
 #: unit vectors are written as integers at this scale (2^24, float32's precision) before the
@@ -55,9 +55,13 @@ def embed(model, texts: list[str]) -> np.ndarray:
     by the token count and L2-normalised, as WordLlama does (the vectors agree with
     WordLlama's to float32 rounding, tested in tests/test_baselines_docker.py).
 
-    Why float64 and no BLAS here: every step is an element-wise IEEE operation or a numpy
-    reduction whose order is fixed by numpy's source (not by the CPU's vector width), so
-    the vectors are the same bits on every x86-64 CPU, with or without AVX-512.
+    Why no BLAS here: every step is an element-wise IEEE operation or a numpy reduction
+    whose order is fixed by numpy's source, not by the CPU's vector width (``reduceat``
+    adds a segment's rows one after the other), so the vectors are the same bits on every
+    x86-64 CPU, with or without AVX-512: benchmarks/cpu_profiles.py and the reproduction
+    test check it. The rows are summed in float32 (half the memory traffic of float64:
+    the gather is the baseline's hot loop); the sums of chunks, the mean and the norm are
+    taken in float64.
     """
     dim = model.embedding.shape[1]
     vectors = np.zeros((len(texts), dim), dtype=np.float64)
@@ -75,8 +79,7 @@ def embed(model, texts: list[str]) -> np.ndarray:
         docs = np.arange(np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left"))
         docs = docs[lengths[docs] > 0]
         segments = np.maximum(starts[docs], lo) - lo
-        rows = model.embedding[ids[lo:hi]].astype(np.float64)
-        vectors[docs] += np.add.reduceat(rows, segments, axis=0)
+        vectors[docs] += np.add.reduceat(model.embedding[ids[lo:hi]], segments, axis=0)
     filled = lengths > 0
     vectors[filled] /= lengths[filled, None].astype(np.float64)
     norms = np.sqrt(np.add.reduce(vectors * vectors, axis=1, keepdims=True))

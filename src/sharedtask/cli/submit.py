@@ -22,8 +22,8 @@ from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
 
-console = LazyConsole(highlight=False)
-err_console = LazyConsole(stderr=True, highlight=False)
+console = LazyConsole(highlight=False, soft_wrap=True)  # a URL must not be cut at 80 columns
+err_console = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
