@@ -166,6 +166,18 @@ def test_public_record_names_no_server_folder():
     assert notes == ["sandbox: input dataset directory <server> does not exist"]
 
 
+def test_docs_table_lists_exactly_the_allow_list():
+    """docs/service.md's table: the rows a blind team sees are BLIND_FIELDS, no more, no fewer."""
+    text = (REPO / "docs" / "service.md").read_text()
+    table = text[text.index("**What each viewer sees.**"):].split("\n\n")[1]
+    shown = set()
+    for row in table.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if cells[1].startswith("yes"):
+            shown.update(re.findall(r"`([a-z_]+)`", cells[0]))
+    assert shown == set(visibility.BLIND_FIELDS)
+
+
 # ----------------------------------------------------------------------------- every route, app in a thread
 
 
