@@ -386,19 +386,28 @@ def test_organizer_page_forms_publish_and_set_dates(service):
     assert 'value="2030-01-02T03:04"' in page and ">unpublish<" in page
 
 
-def test_redact_drops_logs_and_finding_details():
-    from sharedtask.service.pages import HIDDEN_DETAIL, redact
+def test_redact_drops_logs_and_server_paths():
+    """The team's own record (logs) and the public one (no logs, no server paths); blind mode shows no
+    record at all (tests/test_service_blind.py)."""
+    from sharedtask.service.pages import redact
 
-    record = {"status": "success", "logs": {"stdout": "/x/stdout.log"},
-              "validation": {"status": "invalid", "reason": "r", "report": {"valid": False, "findings": [
-                  {"severity": "error", "code": "RUN-DOC-ID", "message": "docno 'secret'", "line": 3}]}}}
-    assert redact(record, logs=True, details=True) == record
-    public = redact(record, logs=False, details=True)
-    assert "logs" not in public and public["validation"] == record["validation"]
-    blind = redact(record, logs=False, details=False)
-    assert blind["validation"]["report"]["findings"] == [{"severity": "error", "code": "RUN-DOC-ID",
-                                                          "message": HIDDEN_DETAIL}]
-    assert "reason" not in blind["validation"] and record["logs"] == {"stdout": "/x/stdout.log"}  # not changed
+    run = "/srv/st/runs/1/attempt-1/t/run1"
+    record = {"status": "success", "logs": {"stdout": f"{run}/stdout.log"},
+              "output": {"dir": f"{run}/output", "bytes": 5},
+              "validation": {"status": "invalid", "reason": "r", "run_file": f"{run}/output/run.txt",
+                             "report": {"valid": False, "path": f"{run}/output/run.txt", "findings": [
+                                 {"severity": "error", "code": "RUN-DOC-ID", "message": "docno 'secret'", "line": 3,
+                                  "path": f"{run}/output/run.txt"}]}}}
+    original = json.dumps(record)
+    assert redact(record, logs=True) == record
+    own = redact(record, logs=False)
+    assert "logs" not in own and own["validation"] == record["validation"]
+    public = redact(record, logs=False, paths=False, roots=["/srv/st"])
+    assert "logs" not in public and "/srv" not in json.dumps(public)
+    finding = public["validation"]["report"]["findings"][0]
+    assert finding["message"] == "docno 'secret'" and finding["path"] == "run.txt" and finding["line"] == 3
+    assert public["output"] == {"bytes": 5} and public["validation"]["run_file"] == "run.txt"
+    assert json.dumps(record) == original  # not changed
 
 
 # ----------------------------------------------------------------------------- bounded bodies, pre-flight

@@ -23,8 +23,13 @@ TAG = TEAM_NAME
 
 
 def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[str, Any]:
-    """The API's view of a submission; ``blind``: a team's view under ``serve --blind`` (see pages.redact)."""
-    record = pages.redact(sub.record, logs=not blind, details=not blind) if blind else sub.record
+    """The API's view of a submission; ``blind``: a team's view under ``serve --blind``, built
+    from the allow-list alone (:func:`sharedtask.service.visibility.blind_view`)."""
+    from sharedtask.service import visibility
+
+    if blind:
+        return visibility.blind_view(sub, team)
+    record = sub.record
     return {
         "id": sub.id, "team": team, "task": sub.task_id, "tag": sub.tag, "image": sub.image_name,
         "command": sub.command, "status": sub.status, "attempts": sub.attempts, "run_status": sub.run_status,
@@ -238,11 +243,19 @@ def set_published(service: ServiceState, session: Session, task_id: str, value: 
 
 
 def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
-    """Report rows of a task's finished submissions; hidden runs and the logs only in the organizer's view."""
+    """Report rows of a task's finished submissions; hidden runs, logs and server paths only in the
+    organizer's view; under ``--blind`` everyone else sees the allow-list only."""
+    from pathlib import Path
+
+    from sharedtask.service import visibility
+
     names = team_names(session)
     subs = session.scalars(select(Submission).where(Submission.task_id == task_id,
                                                      Submission.status.in_(("done", "failed")))
                            .order_by(Submission.id))
-    details = organizer_view or not service.config.blind
-    return [pages.entry_of(s, names[s.team_id], logs=organizer_view, details=details)
+    seen_by = (visibility.ORGANIZER if organizer_view else visibility.BLIND if service.config.blind
+               else visibility.PUBLIC)
+    data_dir = Path(service.config.data_dir)
+    roots = (str(data_dir), str(data_dir.resolve()))
+    return [pages.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots)
             for s in subs if organizer_view or not s.hidden_reason]

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from sharedtask.pipeline import findings_from_validation
 from sharedtask.report.html import _css, e, fmt_score, render_html
 from sharedtask.report.model import RunEntry, TaskSection
+from sharedtask.service import visibility
 from sharedtask.service.models import Submission, TaskSettings, Team
 from sharedtask.untrusted import printable
 
@@ -25,39 +26,51 @@ def run_name(team: str, sub: Submission) -> str:
     return f"{team}/{sub.tag}"
 
 
-HIDDEN_DETAIL = "details are shown to the organizer only (blind mode)"
-
-
-def redact(record: dict[str, Any] | None, *, logs: bool, details: bool) -> dict[str, Any]:
-    """A run record without what this viewer may not see.
+def redact(record: dict[str, Any] | None, *, logs: bool, paths: bool = True,
+           roots: Iterable[str] = ()) -> dict[str, Any]:
+    """A run record without what this viewer may not see (blind mode does not come here:
+    it shows no record at all, see :mod:`sharedtask.service.visibility`).
 
     ``logs=False``: no log files (a team's logs are its own and the organizer's, never
-    the public's). ``details=False`` (``serve --blind``): findings keep their code and
-    severity but lose the message and location, which quote the run file and so, on
-    hidden test data, the data itself.
+    the public's). ``paths=False`` (the public leaderboard): no logs either, and none of the
+    server's folders (:func:`sharedtask.service.visibility.public_record`; ``roots``:
+    further folders to blank, the service's data folder).
     """
+    if not paths:
+        return visibility.public_record(record, roots)
     out = dict(record or {})
     if not logs:
         out.pop("logs", None)
-    validation = out.get("validation")
-    if not details and isinstance(validation, dict):
-        report = dict(validation.get("report") or {})
-        report["findings"] = [{"severity": f.get("severity"), "code": f.get("code"), "message": HIDDEN_DETAIL}
-                              for f in report.get("findings") or [] if isinstance(f, dict)]
-        validation = {**validation, "report": report}
-        validation.pop("reason", None)
-        out["validation"] = validation
     return out
 
 
-def entry_of(sub: Submission, team: str, *, logs: bool = True, details: bool = True) -> RunEntry:
-    """A report row from what the database holds about a submission so far, as this viewer may see it."""
-    record = redact(sub.record, logs=logs, details=details)
+def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
+             roots: Iterable[str] = ()) -> RunEntry:
+    """A report row from what the database holds about a submission so far, as this viewer may see it.
+
+    ``seen_by``: :data:`~sharedtask.service.visibility.ORGANIZER` and ``TEAM`` (a team's own
+    run without ``--blind``) see everything; ``PUBLIC`` (the leaderboard without
+    ``--blind``) no logs and no server paths (``roots``: the service's data folder);
+    ``BLIND`` only what :func:`sharedtask.service.visibility.blind_view` allows.
+    """
+    name = run_name(team, sub)
+    if seen_by == visibility.BLIND:
+        view = visibility.blind_view(sub, team)
+        status = view["run_status"] or ("error" if view["status"] == "failed" else view["status"] or "error")
+        return RunEntry(name=name, image=view["image"], command=view["command"], status=status,
+                        valid=view["valid"], findings=visibility.blind_findings(sub),
+                        scores={k: v for k, v in view["scores"].items() if v is not None}, per_topic={},
+                        record={}, notes=[printable(n) for n in view["notes"]])
+    if seen_by not in (visibility.ORGANIZER, visibility.TEAM, visibility.PUBLIC):
+        raise ValueError(f"no viewer {seen_by!r}")
+    public = seen_by == visibility.PUBLIC
+    record = redact(sub.record, logs=not public, paths=not public, roots=roots)
+    notes = visibility.public_notes(sub.notes, sub.record, roots) if public else list(sub.notes or [])
     status = sub.run_status or ("error" if sub.status == "failed" else sub.status)
-    return RunEntry(name=run_name(team, sub), image=sub.image_name, command=sub.command, status=status,
+    return RunEntry(name=name, image=sub.image_name, command=sub.command, status=status,
                     valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),
                     scores=dict(sub.scores or {}), per_topic={k: dict(v) for k, v in (sub.per_topic or {}).items()},
-                    record=record, notes=[printable(n) for n in (sub.notes or [])])
+                    record=record, notes=[printable(n) for n in notes])
 
 
 def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = None) -> str:
@@ -102,12 +115,19 @@ def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.d
     return _page("sharedtask: tasks", f'<section class="task">{table}</section>')
 
 
-def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool) -> str:
+def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool,
+          blind: bool = False) -> str:
+    """One table row per submission; ``blind``: only the fields of the blind allow-list."""
     out = []
     for sub, team in subs:
         key = primary.get(sub.task_id, "")
-        score = fmt_score((sub.scores or {}).get(key)) if sub.scores else "—"
-        verdict = "valid" if sub.valid else "invalid" if sub.valid is False else "—"
+        if blind:
+            view = visibility.blind_view(sub, team)
+            scores, valid, run_status = view["scores"], view["valid"], view["run_status"]
+        else:
+            scores, valid, run_status = sub.scores, sub.valid, sub.run_status
+        score = fmt_score((scores or {}).get(key)) if scores else "—"
+        verdict = "valid" if valid else "invalid" if valid is False else "—"
         hidden = f'<br><span class="badge warning">hidden: {e(sub.hidden_reason)}</span>' if sub.hidden_reason else ""
         actions = ""
         if organizer:
@@ -118,16 +138,17 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
                    f"<td><code>{e(sub.task_id)}</code></td><td>{e(sub.tag)}</td>"
-                   f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(sub.run_status or "—")}</td>'
+                   f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
                    f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>{actions}</tr>")
     head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
             "<th>primary score</th><th>submitted</th>" + ("<th>actions</th>" if organizer else "") + "</tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(out)}</tbody></table>"
 
 
-def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str]) -> str:
+def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str], *,
+              blind: bool = False) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
-    body = (_rows(subs, primary, organizer=False) if subs else
+    body = (_rows(subs, primary, organizer=False, blind=blind) if subs else
             '<p class="empty">No submissions yet: <code>sharedtask submit --server URL --token T --task ID '
             "--image IMAGE</code></p>")
     return _page(f"submissions of {team.name}", f'<section class="task">{body}</section>', refresh=pending,

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages
+from sharedtask.service import actions, pages, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
 from sharedtask.service.models import Submission, Team, utcnow
@@ -84,7 +84,8 @@ def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
-    return html(pages.team_page(who, listing(session, who), primary_measures(service)))
+    return html(pages.team_page(who, listing(session, who), primary_measures(service),
+                                blind=actions.blind_for(service, who)))
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
@@ -95,8 +96,9 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
     if isinstance(who, HTMLResponse):
         return who
     sub = visible(session, who, submission_id)
-    shown = not actions.blind_for(service, who)
-    entry = pages.entry_of(sub, team_names(session)[sub.team_id], logs=shown, details=shown)
+    seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if actions.blind_for(service, who)
+               else visibility.TEAM)
+    entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
