@@ -92,7 +92,7 @@ def test_blind_view_has_exactly_the_allowed_fields_and_nothing_of_the_run():
     assert view["notes"] == [RESUMED_NOTE, "re-run by the organizer at 2030-01-02T03:04:05"]
     assert (view["tag"], view["image"], view["command"], view["valid"], view["status"]) == (
         "my-run", "sha256:team-image", "sh /app/run.sh $inputDataset $outputDir", False, "failed")
-    assert view["created"] == "2030-01-02T03:04:05" and view["finished"] == "2030-01-02T03:05:07"
+    assert view["created"] == "2030-01-02T03:04:05+00:00" and view["finished"] == "2030-01-02T03:05:07+00:00"
     # a run refused before validation: its code (from the catalogue) is the finding
     refused = crafted(secret, record={"validation": {"status": "refused", "code": "RUN-OUTPUT-LINK", "reason": secret}})
     assert visibility.blind_view(refused, "team-a")["findings"] == [{"code": "RUN-OUTPUT-LINK", "severity": "error"}]

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from sharedtask.service import pages
 from sharedtask.service.access import ServiceState, naive_utc, settings_of, team_names
 from sharedtask.service.db import is_sqlite
-from sharedtask.service.models import Image, Submission, TaskSettings, Team, utcnow
+from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.tokens import TEAM_NAME
 
 TAG = TEAM_NAME
@@ -34,8 +34,8 @@ def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[
         "id": sub.id, "team": team, "task": sub.task_id, "tag": sub.tag, "image": sub.image_name,
         "command": sub.command, "status": sub.status, "attempts": sub.attempts, "run_status": sub.run_status,
         "valid": sub.valid, "scores": sub.scores, "notes": sub.notes or [], "hidden": sub.hidden_reason,
-        "created": sub.created.isoformat() if sub.created else None,
-        "finished": sub.finished.isoformat() if sub.finished else None,
+        "created": aware(sub.created) if sub.created else None,
+        "finished": aware(sub.finished) if sub.finished else None,
         "validation": (record or {}).get("validation"), "record": record,
     }
 
@@ -196,11 +196,6 @@ def image_of_reference(service: ServiceState, reference: str, limit: int) -> Ima
         session.add(image)
         session.commit()
         return image
-
-
-def aware(value: dt.datetime) -> str:
-    """A stored (naive UTC) time as ISO 8601 with its zone: ``2027-03-01T00:00:00+00:00``."""
-    return value.replace(tzinfo=dt.timezone.utc).isoformat()
 
 
 def blind_for(service: ServiceState, who: Team) -> bool:

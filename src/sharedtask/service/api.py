@@ -26,7 +26,7 @@ from sharedtask.service import actions
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
                                        may_see_board, task_of, team_names, visible)
 from sharedtask.service.limits import bounded_body
-from sharedtask.service.models import Submission, Team
+from sharedtask.service.models import Submission, Team, aware
 from sharedtask.service.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
@@ -204,7 +204,7 @@ def new_team(body: TeamIn, _org: Organizer, session: Db) -> dict[str, str]:
 
 @router.get("/teams", tags=["organizer"])
 def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
-    return [{"team": t.name, "created": t.created.isoformat()}
+    return [{"team": t.name, "created": aware(t.created)}
             for t in session.scalars(select(Team).where(Team.organizer.is_(False)).order_by(Team.id))]
 
 

@@ -17,6 +17,11 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 
 
+def aware(value: dt.datetime) -> str:
+    """A stored (naive UTC) time as ISO 8601 with its zone: ``2027-03-01T00:00:00+00:00``."""
+    return value.replace(tzinfo=dt.timezone.utc).isoformat()
+
+
 class Base(DeclarativeBase):
     pass
 

@@ -35,7 +35,7 @@ from typing import Any, Iterable
 from sharedtask.finding_codes import CATALOGUE
 from sharedtask.findings import Finding, Severity
 from sharedtask.service.executor import RESUMED_NOTE
-from sharedtask.service.models import Submission
+from sharedtask.service.models import Submission, aware
 
 ORGANIZER, TEAM, PUBLIC, BLIND = "organizer", "team", "public", "blind"
 
@@ -90,8 +90,8 @@ def blind_view(sub: Submission, team: str) -> dict[str, Any]:
         "command": sub.command,
         "status": sub.status if sub.status in STATUSES else None,
         "attempts": int(sub.attempts or 0),
-        "created": sub.created.isoformat() if sub.created else None,
-        "finished": sub.finished.isoformat() if sub.finished else None,
+        "created": aware(sub.created) if sub.created else None,
+        "finished": aware(sub.finished) if sub.finished else None,
         "run_status": coarse_status(sub.run_status),
         "valid": sub.valid if isinstance(sub.valid, bool) else None,
         "findings": [{"code": code, "severity": severity.value} for severity, code in finding_codes(sub)],
