@@ -516,3 +516,16 @@ def test_settings_rows_exist_from_start_up(service):
     _, factory, _, _, _ = service
     with factory() as session:
         assert [s.task_id for s in session.scalars(select(TaskSettings))] == [TASK]
+
+
+def test_submit_says_why_a_run_failed_from_what_the_server_shows():
+    from sharedtask.cli.submit import failure_reasons
+
+    seen = {"status": "failed", "run_status": "timeout", "record": {"exit_code": 137, "message": "timed out after 5 s"},
+            "validation": {"status": "no run file", "code": "RUN-MISSING", "reason": "no run.txt in the output"}}
+    assert failure_reasons(seen) == ["exit code 137", "timed out after 5 s", "findings: RUN-MISSING",
+                                     "no run.txt in the output"]
+    blind = {"status": "done", "valid": False, "findings": [{"code": "RUN-TIE", "severity": "error"},
+                                                            {"code": "RUN-DEPTH", "severity": "warning"}]}
+    assert failure_reasons(blind) == ["findings: RUN-TIE"]  # errors only: what made the run invalid
+    assert failure_reasons({"status": "done", "valid": True, "record": {"exit_code": 0}}) == []

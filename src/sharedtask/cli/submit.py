@@ -129,8 +129,9 @@ def failure_reasons(sub: Any) -> list[str]:
     if message and sub.get("run_status") not in (None, "success") and not message.startswith("exited with code"):
         reasons.append(message)
     validation = sub.get("validation") or {}
-    codes = list(sub.get("finding_codes") or [])
-    for finding in ((validation.get("report") or {}).get("findings") or []):
+    codes: list[Any] = []
+    # the validator's findings (a blind server sends their codes only, as "findings")
+    for finding in [*(sub.get("findings") or []), *((validation.get("report") or {}).get("findings") or [])]:
         if isinstance(finding, dict) and finding.get("severity") == "error" and finding.get("code") not in codes:
             codes.append(finding.get("code"))
     if not codes and validation.get("code"):
