@@ -541,3 +541,11 @@ def test_archive_download_adds_regular_files_and_notes_every_other(tmp_path):
     (run_dir / "output").symlink_to(tmp_path / "elsewhere")
     note, added = _added(tmp_path, run_dir, "output/run.txt", 1 << 20)
     assert not added and note == "output/run.txt was left out: output above it is a symbolic link"
+
+
+def test_a_pax_size_of_a_million_digits_is_refused_not_a_crash(tmp_path):
+    info = tarfile.TarInfo("big")
+    info.pax_headers = {"size": "9" * 100_000}
+    header = info.tobuf(tarfile.PAX_FORMAT)
+    error = refused(small_image([header + bytes(1024)]), tmp_path, max_size=1 << 30)
+    assert error.status == 400 and "a pax header gives a size that is not a number" in str(error)

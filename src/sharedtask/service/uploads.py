@@ -202,10 +202,13 @@ def _number(field: bytes) -> int:
 
 
 def _checksum_ok(block: bytes) -> bool:
+    """The header's sum, its checksum field counted as spaces; unsigned bytes, or signed as old tars wrote."""
     stored = _number(block[148:156])
-    unsigned = sum(block[:148]) + 8 * 32 + sum(block[156:])
-    signed = sum(b - 256 if b > 127 else b for b in block[:148] + block[156:]) + 8 * 32
-    return stored in (unsigned, signed)
+    unsigned = sum(block) - sum(block[148:156]) + 8 * 32
+    if stored == unsigned:
+        return True
+    high = sum(1 for b in block[:148] + block[156:] if b > 127)
+    return stored == unsigned - 256 * high
 
 
 def _pax_records(data: bytes, where: str) -> dict[bytes, bytes]:
@@ -279,7 +282,7 @@ def _entries(reader: _Reader, where: str, *, strict_end: bool) -> Iterator[_Entr
         if b"path" in pax:
             name = pax[b"path"]
         if b"size" in pax:
-            if not pax[b"size"].isdigit():
+            if not pax[b"size"].isdigit() or len(pax[b"size"]) > 20:
                 raise _refused(f"corrupt {where}: a pax header gives a size that is not a number")
             size = int(pax[b"size"])
         if flag == b"\x00" and name.endswith(b"/"):
