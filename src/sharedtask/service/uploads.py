@@ -316,10 +316,6 @@ class _Plan:
     diff_ids: tuple[str, ...]
     manifest: bytes
 
-    @property
-    def image_id(self) -> str:
-        return "sha256:" + hashlib.sha256(self.config).hexdigest()
-
     def distinct_layers(self) -> list[str]:
         return list(dict.fromkeys(self.layers))
 
