@@ -13,6 +13,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# `PYTHONPATH=src pytest` (a worktree's source before an installed copy) names a folder relative
+# to here; a server or CLI the tests start in another folder would import another copy. Absolute
+# from now on, for every subprocess.
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        str(Path(part).resolve()) if part else part for part in os.environ["PYTHONPATH"].split(os.pathsep))
 BASE_IMAGE = os.environ.get("SHAREDTASK_BASE_IMAGE", "sharedtask/base:latest")
 
 

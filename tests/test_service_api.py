@@ -8,6 +8,7 @@ tests check what is *queued*, and running containers is the Docker tests' part
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import socket
@@ -211,21 +212,26 @@ def test_announced_sha256_must_match(service):
     assert status == 400 and "not " + "0" * 64 in body["detail"] and executor.queued == []
 
 
-def test_clean_archive_drops_the_names_an_archive_would_give_itself(tmp_path):
+def test_clean_archive_keeps_only_our_manifest_the_config_and_the_layers(tmp_path):
+    """Names an archive would give itself (RepoTags, repositories, index.json annotations) never reach docker."""
+    layer = _tar({"hello": b"hi"})
+    config = json.dumps({"rootfs": {"type": "layers",
+                                    "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}}).encode()
     manifest = [{"Config": "abc.json", "RepoTags": ["sharedtask/base:latest"], "Layers": ["l/layer.tar"]}]
     index = {"manifests": [{"digest": "sha256:1", "annotations": {"io.containerd.image.name": "sharedtask/base"}}]}
     source = tmp_path / "in.tar"
     source.write_bytes(_tar({"manifest.json": json.dumps(manifest).encode(), "index.json": json.dumps(index).encode(),
-                             "repositories": b'{"sharedtask/base": {"latest": "abc"}}', "abc.json": b"{}",
-                             "l/layer.tar": b"layer"}))
-    clean_archive(source, tmp_path / "out.tar")
+                             "repositories": b'{"sharedtask/base": {"latest": "abc"}}', "abc.json": config,
+                             "oci-layout": b'{"imageLayoutVersion": "1.0.0"}', "l/layer.tar": layer}))
+    clean_archive(source, tmp_path / "out.tar", max_size=1 << 20)
     with tarfile.open(tmp_path / "out.tar") as tar:
+        assert all(m.isfile() for m in tar.getmembers())
         names = tar.getnames()
         cleaned = json.load(tar.extractfile("manifest.json"))
-        cleaned_index = json.load(tar.extractfile("index.json"))
-        layer = tar.extractfile("l/layer.tar").read()
-    assert "repositories" not in names and cleaned[0]["RepoTags"] is None
-    assert "annotations" not in cleaned_index["manifests"][0] and layer == b"layer"
+        copied = tar.extractfile("config.json").read(), tar.extractfile("layer-0.tar").read()
+    assert names == ["manifest.json", "config.json", "layer-0.tar"]
+    assert cleaned == [{"Config": "config.json", "RepoTags": None, "Layers": ["layer-0.tar"]}]
+    assert copied == (config, layer)
 
 
 def test_a_second_image_in_one_archive_is_refused(tmp_path):

@@ -280,30 +280,38 @@ def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served,
     stop(served)  # before the image fixture cleans up: no worker may start the run again meanwhile
 
 
-def test_a_loaded_image_over_the_limit_is_413_and_a_docker_refusal_is_400(images, docker_client, tmp_path):
-    """The second size check (the loaded image) and docker's own refusal, on a real archive."""
+def test_layers_over_the_limit_are_413_before_docker_and_a_docker_refusal_is_400(images, docker_client, tmp_path):
+    """The size check (the layers unpacked, counted before docker sees them) and docker's own refusal."""
     from sharedtask.service.uploads import UploadError, clean_archive, load_archive
 
     image = images("loaded", perfect_run())
     raw, clean = tmp_path / "raw.tar", tmp_path / "clean.tar"
     raw.write_bytes(b"".join(docker_client.api.get_image(image)))
     clean_archive(raw, clean)
-    size = docker_client.images.get(image).attrs["Size"]
+    with tarfile.open(clean) as tar:  # docker save writes its layers as plain tar: their size is what unpacks
+        unpacked = sum(m.size for m in tar.getmembers() if m.name.startswith("layer-"))
     with pytest.raises(UploadError) as refused:
-        load_archive(clean, size - 1, "0" * 64)
-    assert refused.value.status == 413 and f"the image is {size} bytes" in str(refused.value)
-    loaded = load_archive(clean, size, "1" * 64)
-    assert loaded.docker_id == docker_client.images.get(image).id and loaded.size == size
+        load_archive(clean, unpacked - 1, "0" * 64)
+    assert refused.value.status == 413 and f"unpack to more than the task's limit of {unpacked - 1}" in str(
+        refused.value)
+    assert f"sharedtask-submissions:{'0' * 64}" not in docker_client.images.get(image).tags
+    loaded = load_archive(clean, unpacked, "1" * 64)
+    assert loaded.docker_id == docker_client.images.get(image).id
+    assert loaded.size == docker_client.images.get(image).attrs["Size"] <= unpacked
     assert f"sharedtask-submissions:{'1' * 64}" in docker_client.images.get(image).tags
-    # the image's config left out: docker refuses the archive, the service says so in one line
-    broken = tmp_path / "broken.tar"
-    with tarfile.open(clean) as tin, tarfile.open(broken, "w") as tout:
-        config = json.load(tin.extractfile("manifest.json"))[0]["Config"]
-        for member in tin:
-            if member.name != config:
-                tout.addfile(member, tin.extractfile(member) if member.isfile() else None)
+    # an image for another operating system: our checks pass, docker refuses, the service says so in one line
+    foreign = tmp_path / "foreign.tar"
+    with tarfile.open(raw) as tin, tarfile.open(foreign, "w") as tout:
+        config_name = json.load(tin.extractfile("manifest.json"))[0]["Config"]
+        for member in tin.getmembers():
+            data = tin.extractfile(member).read() if member.isfile() else None
+            if member.name == config_name:
+                data = json.dumps({**json.loads(data), "os": "windows"}).encode()
+                member.size = len(data)
+            tout.addfile(member, io.BytesIO(data) if data is not None else None)
+    clean_archive(foreign, clean)
     with pytest.raises(UploadError) as bad:
-        load_archive(broken, size, "2" * 64)
+        load_archive(clean, unpacked, "2" * 64)
     assert bad.value.status == 400 and "docker could not load the image archive" in str(bad.value)
 
 

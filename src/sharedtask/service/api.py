@@ -247,26 +247,6 @@ def leaderboard_json(task_id: str, request: Request, session: Db, service: State
 @router.get("/tasks/{task_id}/archive", tags=["organizer"],
             summary="Every finished run with its record and ir_metadata, for the overview paper (.tar.gz)")
 def archive(task_id: str, _org: Organizer, session: Db, service: State) -> FileResponse:
-    task_of(service, task_id)
-    names = team_names(session)
-    subs = list(session.scalars(select(Submission).where(Submission.task_id == task_id,
-                                                          Submission.run_dir.is_not(None))
-                                .order_by(Submission.id)))
-    fd, tmp = tempfile.mkstemp(prefix="archive-", suffix=".tar.gz", dir=service.config.data_dir)
-    with open(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-        index = []
-        for sub in subs:
-            folder = f"{task_id}/{names[sub.team_id]}/{sub.id}-{sub.tag}"
-            index.append({**actions.submission_json(sub, names[sub.team_id]), "folder": folder})
-            run_dir = Path(sub.run_dir or "")
-            for name in ("output/run.txt", "run-record.json", "ir-metadata.yml"):
-                path = run_dir / name
-                # run.txt came out of a container: added only as a regular file, never via a link
-                if path.is_file() and not path.is_symlink():
-                    tar.add(path, arcname=f"{folder}/{Path(name).name}", recursive=False)
-        data = json.dumps(index, indent=2, default=str).encode("utf-8")
-        info = tarfile.TarInfo(f"{task_id}/submissions.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return FileResponse(tmp, media_type="application/gzip", filename=f"{task_id}-runs.tar.gz",
-                        background=BackgroundTask(lambda: Path(tmp).unlink(missing_ok=True)))
+    from sharedtask.service.archive import task_archive
+
+    return task_archive(task_id, session, service)
