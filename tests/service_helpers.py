@@ -113,6 +113,19 @@ def stop(served: Served) -> None:
             served.process.wait()
 
 
+class RecordingExecutor:
+    """Stands in for the local pool: remembers what was queued, runs nothing."""
+
+    def __init__(self) -> None:
+        self.queued: list[int] = []
+
+    def enqueue(self, submission_id: int) -> None:
+        self.queued.append(submission_id)
+
+    def shutdown(self) -> None:
+        pass
+
+
 class ThreadServer:
     """uvicorn serving an app in a thread of the test process (for tests that need no Docker)."""
 

@@ -20,26 +20,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, inspect, select
 
-from service_helpers import TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
 from sharedtask.service.executor import RESUMED_NOTE, claim, resume
 from sharedtask.service.models import Image, Submission
 from sharedtask.service.tokens import create_team, organizer_token
 from sharedtask.service.uploads import UploadError, clean_archive
-
-
-class RecordingExecutor:
-    """Stands in for the local pool: remembers what was queued, runs nothing."""
-
-    def __init__(self) -> None:
-        self.queued: list[int] = []
-
-    def enqueue(self, submission_id: int) -> None:
-        self.queued.append(submission_id)
-
-    def shutdown(self) -> None:
-        pass
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

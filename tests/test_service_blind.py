@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from service_helpers import (REPO, SAMPLE, TASK, ThreadServer, build_tiny_image, call, free_port, perfect_run,
-                             start_server, stop)
+from service_helpers import (REPO, SAMPLE, TASK, RecordingExecutor, ThreadServer, build_tiny_image, call, free_port,
+                             perfect_run, start_server, stop)
 from sharedtask.service import visibility
 from sharedtask.service.executor import RESUMED_NOTE
 from sharedtask.service.models import Image, Submission, Team
@@ -179,17 +179,6 @@ def test_docs_table_lists_exactly_the_allow_list():
 
 
 # ----------------------------------------------------------------------------- every route, app in a thread
-
-
-class RecordingExecutor:
-    def __init__(self) -> None:
-        self.queued: list[int] = []
-
-    def enqueue(self, submission_id: int) -> None:
-        self.queued.append(submission_id)
-
-    def shutdown(self) -> None:
-        pass
 
 
 def team_routes(url: str, token: str | None, ids: list[int]) -> dict[str, Any]:
