@@ -76,3 +76,23 @@ def test_a_changed_file_is_refused_at_import_and_found_by_verify(data_store: Pat
     assert cli_main(["data", "import", "mathqa-test/test", "--from", str(suite)]) == 0
     (folder / "truth" / "broken.txt").write_bytes(good + b"1\n")  # changed after the import
     assert cli_main(["data", "verify", "mathqa-test/test"]) == 1
+
+
+def test_evaluate_refuses_an_edited_imported_gold(data_store: Path, tmp_path: Path, capsys) -> None:
+    """Issue 27, point 4: 50 gold letters changed after the import; evaluate refuses the file
+    (one line naming it and `sharedtask data verify`) instead of scoring against it."""
+    suite = mathqa_suite.copy_to(tmp_path / "data")
+    assert cli_main(["data", "import", "mathqa-challenge/test", "--from", str(suite)]) == 0
+    problems = json.loads((suite / "challenge_test.json").read_text(encoding="utf-8"))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(p["linear_formula"] + "\n" for p in problems), encoding="utf-8")
+    gold = store.dataset_dir(get_dataset("mathqa-challenge/test")) / "truth" / "gold.json"
+    for p in problems[:50]:
+        p["correct"] = "e" if p["correct"] != "e" else "a"
+    gold.write_text(json.dumps(problems), encoding="utf-8")
+    capsys.readouterr()
+    assert cli_main(["evaluate", str(run), "--task", "mathqa-challenge"]) == 2
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1 and "Traceback" not in err
+    flat = "".join(err.split())
+    assert str(gold).replace(" ", "") in flat and "sharedtaskdataverifymathqa-challenge/test" in flat

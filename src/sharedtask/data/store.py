@@ -374,3 +374,69 @@ def verify(ds: Dataset, *, show_progress: bool = True) -> list[Check]:
             else:
                 checks.append(Check(target, True, f"sha256 {got['sha256']}"))
     return checks
+
+
+# --------------------------------------------------------------------------- truth re-check
+
+#: files up to this size are re-hashed in full at every evaluation (the largest official
+#: qrels, ARQMath-1 Task 1's, is 684 kB: 0.4 ms, benchmarks/truth_check.py)
+FULL_HASH_MAX = 16 << 20
+STAMPS = ".verified.json"
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    """What changes when a file's bytes change: size, mtime, ctime (which no user call can
+    set back) and inode (a file replaced by rename)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def check_truth(ds: Dataset, folder: Path | None = None) -> dict[str, str]:
+    """Re-check the placed truth of ``ds`` before it scores a run; returns {target: sha256}.
+
+    Why: ``evaluate`` names the official file and its registry checksum, so the bytes it
+    reads must be those bytes. Files up to ``FULL_HASH_MAX`` are hashed in full every time;
+    larger ones (ARQMath Task 2's formula index) are hashed when their stamp (size, mtime,
+    ctime, inode) differs from the one recorded at their last full hash. A file that differs
+    from the manifest is refused with one line naming it and ``sharedtask data verify``.
+    ``folder``: the dataset folder (default: where the store places ``ds``)."""
+    folder = Path(folder) if folder is not None else dataset_dir(ds)
+    placed = read_manifest(folder).get("files", {})
+    try:
+        stamps: dict[str, Any] = json.loads((folder / STAMPS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stamps = {}
+    changed = False
+    out: dict[str, str] = {}
+    for target, entry in sorted(placed.items()):
+        if not target.startswith("truth/"):
+            continue
+        path = folder / target
+        try:
+            st = path.stat()
+        except OSError:
+            raise SharedTaskError(f"{path}: the official truth file is missing; refusing to score",
+                                  hint=f"sharedtask data verify {ds.id}") from None
+        stamp = _stamp(st)
+        known = stamps.get(target)
+        if (st.st_size > FULL_HASH_MAX and isinstance(known, dict) and known.get("stamp") == stamp
+                and known.get("sha256") == entry["sha256"]):
+            out[target] = entry["sha256"]
+            continue
+        got = checksum.sha256(path)
+        if got != entry["sha256"]:
+            raise SharedTaskError(
+                f"{path} has changed since it was placed (sha256 {got[:16]}…, recorded {entry['sha256'][:16]}…); "
+                "refusing to score against it",
+                hint=f"sharedtask data verify {ds.id}; place it again with sharedtask data import/fetch")
+        out[target] = got
+        if st.st_size > FULL_HASH_MAX and (not isinstance(known, dict) or known.get("stamp") != stamp):
+            stamps[target] = {"stamp": stamp, "sha256": got}
+            changed = True
+    if changed:
+        tmp = folder / (STAMPS + ".part")
+        try:
+            tmp.write_text(json.dumps(stamps, sort_keys=True) + "\n", encoding="utf-8")
+            os.replace(tmp, folder / STAMPS)
+        except OSError:  # a read-only store: the large files are hashed in full next time
+            tmp.unlink(missing_ok=True)
+    return out
