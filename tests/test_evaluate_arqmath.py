@@ -148,6 +148,19 @@ def test_task2_map_by_hand():
     assert result.scores["map_prime"] == pytest.approx((1 / 1 + 2 / 4) / 2, abs=1e-6)
 
 
+def test_task2_without_a_judged_visual_id_scores_the_official_zero(tmp_path):
+    """The run's only judged-topic formulas map to visual ids unjudged for their topic (f3 -> v200 for
+    B.2; f6 -> v500 for B.1), so the prime file is empty: task2_get_results.py (approach0/pya0
+    e904db1, eval-arqmath1-task2, lines 9-10, 23-24, 37-38, 51-52) writes 0.0 for each of its four
+    measures without calling trec_eval."""
+    run = tmp_path / "run.tsv"
+    run.write_text("B.2\t3\t503\t1\t1.0\tdemo\nB.1\t6\t506\t1\t7.0\tdemo\nB.3\t1\t501\t1\t1.0\tdemo\n")
+    result = evaluate(run, "arqmath-3-task2", truth_dir=T2 / "truth", per_topic=True)
+    assert result.scores == {"ndcg_prime": 0.0, "map_prime": 0.0, "p10_prime": 0.0, "bpref_prime": 0.0}
+    assert all(n == 0 for n in result.topics_averaged.values())
+    assert any("prime file is empty" in note for note in result.notes)
+
+
 def test_task2_formula_index_from_input_dir(tmp_path):
     (tmp_path / "formulas").mkdir()
     src = T2 / "truth" / "formulas" / "latex_representation_v3_1.tsv"

@@ -214,10 +214,28 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
             f"of the means (trec_eval without -c, as the official scripts run it): {', '.join(dropped[:10])}"
             + (" ..." if len(dropped) > 10 else ""))
     _order_notes(result, prime.order, "id")
-    for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
-        _store(result, spec, values)
+    if task.family == "arqmath-task2" and not prime.run:
+        _empty_prime_task2(result, specs)
+    else:
+        for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
+            _store(result, spec, values)
     if exam_specs:
         _exam_passages(task, run_path, exam_specs, source, input_dir, qrels, result, grader)
+
+
+def _empty_prime_task2(result: EvaluationResult, specs) -> None:
+    """A Task 2 run without one judged visual id: its prime file is empty, and the official
+    results script gives an empty prime file 0.0 for nDCG′, MAP′, P′@10 and bpref without
+    calling trec_eval (approach0/pya0 e904db1, eval-arqmath1-task2/task2_get_results.py,
+    lines 9-10, 23-24, 37-38 and 51-52: ``if os.path.getsize(...) == 0: score = '0.0'``)."""
+    for spec in specs:
+        info = _info(spec)
+        result.measures.append(info)
+        result.per_topic[info.key] = {}
+        result.scores[info.key] = 0.0
+        result.topics_averaged[info.key] = 0
+    result.notes.append("no judged visual id in the run: its prime file is empty, which the official results script "
+                        "(task2_get_results.py) scores 0.0 for every measure, as here")
 
 
 def _exam_questions(task, source: _Qrels) -> dict[str, list] | None:
