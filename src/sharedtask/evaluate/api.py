@@ -330,6 +330,16 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
                            threshold=task.truth.relevant_threshold, max_chars=task.output.max_answer_chars or 1200,
                            grader=grader)
     mapping = task3.read_answer_map(answer_map, run_path.stem) if answer_map is not None else None
+    ignored = task3.check_repeated(run_path, run, mapping)
+    if ignored:
+        result.notes.append(f"topic(s) answered more than once but not named by the answer map: {', '.join(ignored[:10])}; "
+                            "the official manual script counts them as missing, as here (Lexical Overlap reads "
+                            "the first answer of each)")
+    for taken in run.swallowed:
+        where = ", ".join(f"{topic or '(blank)'} (line {n})" for n, topic in taken.lines[:10])
+        result.notes.append(f"line {taken.line}: the answer to topic {taken.topic} opens a quote (\") it does not close on "
+                            f"that line; read as the official scripts read the run (csv quoting), it runs over "
+                            f"{len(taken.lines)} more line(s) and swallows {where}: not scored, as there")
     task3.judge(inp, mapping)
     how = "through the answer map (official)" if mapping is not None else "by their text among the known answers"
     result.notes.append(f"answers matched to assessments {how}: {len(inp.judged)} judged, "
