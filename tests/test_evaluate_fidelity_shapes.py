@@ -1,0 +1,222 @@
+"""Differential tests on the edge shapes of issue 27, hypothesis-generated, 1,000 runs per family.
+
+The reference on the other side is our own transcription of each official procedure, written
+from the organizers' scripts (never their code itself), each citing script, commit and lines:
+
+- ARQMath Task 2, **empty primes**: ``de_duplicate_2021.py`` as transcribed in
+  test_evaluate_fidelity._dedup_task2 (approach0/pya0 938197b), then ``task2_get_results.py``
+  (approach0/pya0 e904db1, eval-arqmath1-task2): an empty prime file is 0.0 for all four
+  measures (lines 9-10, 23-24, 37-38, 51-52), anything else is trec_eval's mean (pytrec_eval
+  reading the prime file, as trec_eval does);
+- ARQMath-3 Task 3, **quoted answers and repeated topics**: ``evaluate_task3_results_manual.py``
+  (approach0/pya0 f2852c9, eval-arqmath3/task3): the run read with ``csv.reader`` and a tab
+  delimiter (lines 17-21), the map (31-36, last row wins as ``dict()`` keeps it), the qrels
+  (45-50), the map lookup before the repetition check (86-93), 5 and 6 -> 0, 4 and > 6 an
+  error (97-109), AR and P@1 as ``statistics.mean`` (115-116: undefined on no judgement).
+
+Wherever the official figure is defined we must agree to 1e-9; where the script stops (a
+repeated mapped topic, an unknown grade) we must refuse with a one-line error; where its mean
+is undefined we must not report a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import tempfile
+from pathlib import Path
+from statistics import mean
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.evaluate import evaluate
+from test_evaluate_fidelity import _PRIME_KEYS, _dedup_task2, _trec_eval_file
+
+TOL = 1e-9
+RUNS = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+# --- ARQMath Task 2: empty primes -----------------------------------------------------------
+
+def _task2_official(run_rows: list[list[str]], index_rows: list[list[str]], qrels_rows: list[list[str]]) -> dict[str, float]:
+    """The four numbers of task2_get_results.py's result line for this run."""
+    prime = _dedup_task2(run_rows, index_rows, qrels_rows)
+    if prime == "":  # os.path.getsize(...) == 0: score = '0.0' (lines 9-10, 23-24, 37-38, 51-52)
+        return {key: 0.0 for key in _PRIME_KEYS}
+    per = _trec_eval_file("".join("\t".join(r) + "\n" for r in qrels_rows), prime)
+    return {key: mean(v[name] for v in per.values()) for key, name in _PRIME_KEYS.items()}
+
+
+@st.composite
+def task2_case(draw):
+    formulas = draw(st.integers(3, 25))
+    visual = [draw(st.integers(1, 12)) for _ in range(formulas)]
+    index_rows = [[str(f + 1), str(100 + f), "1", "answer", "", str(v), str(v), "", "x"] for f, v in enumerate(visual)]
+    topics = ["B.1", "B.2", "B.3"]
+    qrels_rows = [[t, "0", str(v), str(draw(st.integers(0, 3)))]
+                  for t in topics[:2] for v in range(1, 13) if draw(st.booleans())]
+    if not qrels_rows:
+        qrels_rows = [["B.1", "0", "12", "2"]]
+    judged_topics = sorted({r[0] for r in qrels_rows})
+    empty_prime = draw(st.booleans())  # the shape of the issue: no judged visual id at all
+    rows = []
+    for rank in range(1, draw(st.integers(1, 15)) + 1):
+        topic = draw(st.sampled_from(judged_topics + ["B.3"]))
+        if rank == 1:
+            topic = judged_topics[0]  # at least one run topic the qrels know
+        formula = draw(st.integers(1, formulas + 3))  # some ids are not in the index
+        if empty_prime:
+            judged = {r[2] for r in qrels_rows if r[0] == topic}
+            choices = [f + 1 for f, v in enumerate(visual) if str(v) not in judged] + [formulas + 3]
+            formula = draw(st.sampled_from(choices))
+        fid = f"0{formula}" if draw(st.booleans()) and draw(st.booleans()) else str(formula)
+        rows.append([topic, fid, str(100 + formula), str(rank), draw(st.sampled_from(["1.0", "0.5", "0.25", "2"])), "t"])
+    return index_rows, qrels_rows, rows
+
+
+@RUNS
+@given(task2_case())
+def test_task2_equals_the_official_results_script_including_empty_primes(case) -> None:
+    index_rows, qrels_rows, run_rows = case
+    theirs = _task2_official(run_rows, index_rows, qrels_rows)
+    event("empty prime" if _dedup_task2(run_rows, index_rows, qrels_rows) == "" else "prime with lines")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "formulas").mkdir()
+        with open(folder / "formulas" / "1.tsv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            writer.writerow(["id", "post_id", "thread_id", "type", "comment_id", "old_visual_id", "visual_id", "issue",
+                             "formula"])
+            writer.writerows(index_rows)
+        (folder / "qrels.tsv").write_text("".join("\t".join(r) + "\n" for r in qrels_rows))
+        (folder / "run.tsv").write_text("".join("\t".join(r) + "\n" for r in run_rows))
+        result = evaluate(folder / "run.tsv", "arqmath-3-task2", qrels=folder / "qrels.tsv", input_dir=folder)
+    for key, value in theirs.items():
+        assert abs(result.scores[key] - value) <= TOL, (key, result.scores[key], value)
+
+
+# --- ARQMath-3 Task 3: quoted answers, repeated topics ----------------------------------------
+
+RUN_NAME = "Team-task3-run"
+
+
+class Stops(Exception):
+    """The official script raises here (no number)."""
+
+
+def _task3_official(run: Path, map_file: Path, qrels_file: Path) -> tuple[float, float] | None:
+    """evaluate_task3_results_manual.py (pya0 f2852c9) on these files: (AR, P@1), None where
+    ``statistics.mean`` of no judgement is undefined; Stops where the script raises."""
+    with open(map_file, "rt", newline="", encoding="utf-8") as fh:  # lines 31-36
+        map_dict = {topic: answer for name, topic, answer in csv.reader(fh, delimiter="\t") if name == RUN_NAME}
+    with open(qrels_file, "rt", newline="", encoding="utf-8") as fh:  # lines 45-50
+        qrel_dict = {(topic, answer): int(grade) for topic, _, answer, grade in csv.reader(fh, delimiter="\t")}
+    result: dict[str, str] = {}
+    with open(run, "rt", newline="", encoding="utf-8") as fh:  # lines 17-21, 86-93
+        for row in csv.reader(fh, delimiter="\t"):
+            topic = row[0]
+            if topic in map_dict:
+                if topic in result:
+                    raise Stops(f"Repeated topic {topic}")
+                result[topic] = map_dict[topic]
+    judgements = []
+    for topic, answer in sorted(result.items()):  # lines 97-109
+        if (topic, answer) in qrel_dict:
+            grade = qrel_dict[topic, answer]
+            if grade < 4:
+                judgements.append(grade)
+            elif grade in (5, 6):
+                judgements.append(0)
+            else:
+                raise Stops(f"Unknown judgement value {grade}")
+    if not judgements:
+        return None
+    return mean(float(j) for j in judgements), mean(1.0 if j > 1 else 0.0 for j in judgements)  # lines 115-116
+
+
+_WORDS = ["the", "derivative", "is", "$x^2$", "area", "limit", "sum", "integral", "of"]
+
+
+@st.composite
+def answer_text(draw) -> str:
+    words = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5))
+    shape = draw(st.sampled_from(["plain", "plain", "opens", "inside", "closed", "closes-later"]))
+    text = " ".join(words)
+    if shape == "opens":  # begins with an unmatched quote: swallows what follows
+        return '"' + text
+    if shape == "inside":  # a quote inside a field is an ordinary character
+        return f'{words[0]} "{text}'
+    if shape == "closed":  # a quoted field that closes, text after it
+        return f'"{words[0]}" {text}'
+    if shape == "closes-later":  # a quote that can close an earlier open one
+        return f'{text} "x" end'
+    return text
+
+
+@st.composite
+def task3_case(draw):
+    topics = [f"A.30{i}" for i in range(1, 7)]
+    lines = draw(st.lists(st.tuples(st.sampled_from(topics), answer_text()), min_size=1, max_size=8))
+    mapped = draw(st.lists(st.sampled_from(topics), unique=True, max_size=6))
+    mapping = [(t, draw(st.sampled_from(["d_1", "d_2", "d_3", "d_9"]))) for t in mapped]
+    grades = {(t, a): draw(st.sampled_from([0, 1, 2, 3, 5, 6])) for t in topics for a in ("d_1", "d_2", "d_3")
+              if draw(st.booleans())}
+    return lines, mapping, grades
+
+
+@RUNS
+@given(task3_case())
+def test_task3_manual_measures_equal_the_official_script_on_quotes_and_repeats(case) -> None:
+    lines, mapping, grades = case
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        run = folder / f"{RUN_NAME}.tsv"
+        run.write_text("".join(f"{t}\t1\t1.0\ttag\tsrc\t{text}\n" for t, text in lines), encoding="utf-8")
+        (folder / "map.tsv").write_text("".join(f"{RUN_NAME}\t{t}\t{a}\n" for t, a in mapping)
+                                        + "Other-run\tA.301\td_1\n", encoding="utf-8")
+        truth = folder / "truth"
+        truth.mkdir()
+        qrels = truth / "qrels.tsv"
+        qrels.write_text("".join(f"{t}\t0\t{a}\t{g}\n" for (t, a), g in grades.items()) or "A.399\t0\td_1\t1\n")
+        (truth / "answers.tsv").write_text("answer_id\ttopic\ttext\n", encoding="utf-8")
+        with open(run, newline="", encoding="utf-8") as fh:
+            records = len(list(csv.reader(fh, delimiter="\t")))
+        event("a quote swallows lines" if records < len(lines) else "one record per line")
+        topics = [t for t, _ in lines]
+        event("repeated topic" if len(set(topics)) < len(topics) else "no repeat")
+        try:
+            theirs = _task3_official(run, folder / "map.tsv", qrels)
+        except Stops:
+            event("the script stops")
+            with pytest.raises(SharedTaskError):
+                evaluate(run, "arqmath-3-task3", truth_dir=truth, answer_map=folder / "map.tsv", measures=["ar", "p1"])
+            return
+        try:
+            result = evaluate(run, "arqmath-3-task3", truth_dir=truth, answer_map=folder / "map.tsv",
+                              measures=["ar", "p1"])
+        except SharedTaskError as exc:  # no run topic in the qrels, or a map without this run: refused,
+            assert theirs is None, exc  # where the official mean is undefined too
+            assert "no topic of the run is in the qrels" in exc.message or "has no rows for run" in exc.message
+            return
+    if theirs is None:
+        assert "ar" not in result.scores and "p1" not in result.scores
+    else:
+        assert abs(result.scores["ar"] - theirs[0]) <= TOL and abs(result.scores["p1"] - theirs[1]) <= TOL
+
+
+def test_the_task3_reference_reads_quotes_as_the_script_does(tmp_path: Path) -> None:
+    """The reference itself, on the issue's shape: A.303's answer opens a quote that closes on
+    line 4, so A.304 is not a topic of the run (P@1 over A.301, A.302, A.303, A.305)."""
+    run = tmp_path / f"{RUN_NAME}.tsv"
+    run.write_text('A.301\t1\t1\tt\ts\tone\nA.302\t1\t1\tt\ts\ttwo\nA.303\t1\t1\tt\ts\t"three\n'
+                   'A.304\t1\t1\tt\ts\tfour "x" end\nA.305\t1\t1\tt\ts\tfive\n')
+    (tmp_path / "map.tsv").write_text("".join(f"{RUN_NAME}\tA.30{i}\td_{i}\n" for i in range(1, 6)))
+    (tmp_path / "qrels.tsv").write_text("A.301\t0\td_1\t2\nA.302\t0\td_2\t0\nA.303\t0\td_3\t1\nA.304\t0\td_4\t3\n"
+                                        "A.305\t0\td_5\t0\n")
+    assert _task3_official(run, tmp_path / "map.tsv", tmp_path / "qrels.tsv") == (0.75, 0.25)
+    rows = list(csv.reader(io.StringIO(run.read_text(), newline=""), delimiter="\t"))
+    assert [r[0] for r in rows] == ["A.301", "A.302", "A.303", "A.305"]
