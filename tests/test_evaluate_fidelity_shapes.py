@@ -8,6 +8,8 @@ from the organizers' scripts (never their code itself), each citing script, comm
   (approach0/pya0 e904db1, eval-arqmath1-task2): an empty prime file is 0.0 for all four
   measures (lines 9-10, 23-24, 37-38, 51-52), anything else is trec_eval's mean (pytrec_eval
   reading the prime file, as trec_eval does);
+- EXAM Cover, **unranked topics**: ``exam_cover_metric.py`` (TREMA-UNH/rubric-grading-workbench
+  156f9e2), transcribed in _workbench_exam_cover with the lines it follows;
 - ARQMath-3 Task 3, **quoted answers and repeated topics**: ``evaluate_task3_results_manual.py``
   (approach0/pya0 f2852c9, eval-arqmath3/task3): the run read with ``csv.reader`` and a tab
   delimiter (lines 17-21), the map (31-36, last row wins as ``dict()`` keeps it), the qrels
@@ -22,6 +24,7 @@ is undefined we must not report a number.
 from __future__ import annotations
 
 import csv
+import math
 import io
 import tempfile
 from pathlib import Path
@@ -220,3 +223,84 @@ def test_the_task3_reference_reads_quotes_as_the_script_does(tmp_path: Path) -> 
     assert _task3_official(run, tmp_path / "map.tsv", tmp_path / "qrels.tsv") == (0.75, 0.25)
     rows = list(csv.reader(io.StringIO(run.read_text(), newline=""), delimiter="\t"))
     assert [r[0] for r in rows] == ["A.301", "A.302", "A.303", "A.305"]
+
+
+# --- EXAM Cover: unranked topics, passages beyond the stored rank cut -------------------------
+
+class TokenGrader:
+    """A passage answers question ``A.t-kN`` when it holds the word ``kN`` (the same on both
+    sides: the grader is an input of the procedure, not part of it)."""
+
+    def grade(self, question, text: str) -> bool:  # noqa: ANN001
+        return question.id.rsplit("-", 1)[1] in text.split()
+
+
+def _workbench_exam_cover(run_rows: list[tuple[str, str, int]], questions: dict[str, list[str]],
+                          texts: dict[str, str]) -> dict[str, float] | None:
+    """compute_exam_cover_scores (TREMA-UNH/rubric-grading-workbench 156f9e2, exam_pp/exam_cover_metric.py)
+    for one method, the run: its per-query EXAM Cover, None when the method gets no entry at all.
+
+    The annotated file holds, per query, the run's paragraphs (posts with a text), each with its
+    ranking entries (method, stored rank = the run's rank column) and its grades on every question
+    of the query."""
+    paragraphs: dict[str, dict[str, list[int]]] = {}  # query -> post -> its stored ranks
+    for topic, post, rank in run_rows:
+        if topic in questions and post in texts:
+            paragraphs.setdefault(topic, {}).setdefault(post, []).append(rank)
+    per_query: dict[str, float] = {}
+    for query, paras in paragraphs.items():
+        correct = {p: {q for q in questions[query] if q in texts[p].split()} for p in paras}
+        total_questions = len(set(questions[query]))  # lines 80-85: correct + wrong over all paragraphs
+        top = [p for p, ranks in paras.items() for r in ranks if r <= 20]  # lines 283-289
+        if not top:  # the method is not in top_per_method for this query (lines 247-255)
+            continue
+        covered = set().union(*(correct[p] for p in top))  # lines 73-78, 88-92
+        per_query[query] = len(covered) / total_questions if total_questions > 0 else 0.0  # frac, lines 21-22
+    return per_query or None
+
+
+@st.composite
+def exam_case(draw):
+    questions = {f"A.{t}": [f"k{i}" for i in range(1, draw(st.integers(1, 3)) + 1)] for t in range(1, 5)}
+    texts = {str(p): " ".join(draw(st.lists(st.sampled_from(["k1", "k2", "k3", "none"]), min_size=1, max_size=3)))
+             for p in range(1, 13)}
+    rows = draw(st.lists(st.tuples(st.sampled_from(["A.1", "A.2", "A.3", "A.4", "A.5"]),
+                                   st.sampled_from([str(p) for p in range(1, 16)]),  # 13-15: not in the corpus
+                                   st.integers(1, 25)), min_size=1, max_size=12))
+    return questions, texts, rows
+
+
+def _posts_xml(texts: dict[str, str]) -> str:
+    rows = ['  <row Id="100" PostTypeId="1" Title="t" Body="&lt;p&gt;q&lt;/p&gt;" Score="0" Tags="&lt;a&gt;" />']
+    rows += [f'  <row Id="{p}" PostTypeId="2" ParentId="100" Body="&lt;p&gt;{body}&lt;/p&gt;" Score="0" />'
+             for p, body in texts.items()]
+    return '<?xml version="1.0" encoding="utf-8"?>\n<posts>\n' + "\n".join(rows) + "\n</posts>\n"
+
+
+@RUNS
+@given(exam_case())
+def test_exam_cover_equals_the_workbench_including_unranked_topics(case) -> None:
+    questions, texts, rows = case
+    theirs = _workbench_exam_cover(rows, questions, texts)
+    event("some topic with questions unranked" if theirs is None or len(theirs) < len(questions) else "all ranked")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "input").mkdir()
+        (folder / "input" / "Posts.xml").write_text(_posts_xml(texts), encoding="utf-8")
+        truth = folder / "truth"
+        truth.mkdir()
+        (truth / "qrels.tsv").write_text("".join(f"A.{t}\t0\t1\t2\n" for t in range(1, 6)))
+        (truth / "exam.jsonl").write_text("".join(
+            f'{{"topic": "{t}", "id": "{t}-{q}", "question": "?", "answer": "{q}"}}\n'
+            for t, qs in questions.items() for q in qs), encoding="utf-8")
+        run = folder / "run.tsv"
+        run.write_text("".join(f"{t}\t{p}\t{r}\t{1.0 / r}\tx\n" for t, p, r in rows))
+        result = evaluate(run, "arqmath-3-task1", truth_dir=truth, input_dir=folder / "input",
+                          measures=["exam_cover"], per_topic=True, grader=TokenGrader())
+    if theirs is None:
+        assert math.isnan(result.scores["exam_cover"]) and result.per_topic["exam_cover"] == {}
+        return
+    assert set(result.per_topic["exam_cover"]) == set(theirs)
+    for topic, value in theirs.items():
+        assert abs(result.per_topic["exam_cover"][topic] - value) <= TOL
+    assert abs(result.scores["exam_cover"] - mean(theirs.values())) <= TOL  # statistics.mean, lines 211-222
