@@ -200,6 +200,8 @@ register(Measure("mathqa_published", "programs", "mathqa-published", _MATHQA,
                  "accuracy as the suite publishes it: the program's value within 0.5 of the gold option's value "
                  "(a value or gold option of 0 counts wrong, as in the notebook); broken problems left out",
                  compute="sharedtask.evaluate.mathqa:published"))
-register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA,
-                 "option matching (delta 1): 1 for the gold option as the only candidate, 1/k among k candidates, "
-                 "1/5 for a guess (no value), else 0", compute="sharedtask.evaluate.mathqa:option_score"))
+register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA + "; our scoring rules",
+                 "option matching (delta 1) after the suite's evaluate.py, whose score_default stops as published "
+                 "(NameError: sol, line 49) and adds k, not 1/k, for k candidates (line 71): 1 for the gold option "
+                 "as the only candidate, 1/k among k candidates (ours), 1/5 for a guess (no value; ours), else 0",
+                 compute="sharedtask.evaluate.mathqa:option_score"))
