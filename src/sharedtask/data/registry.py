@@ -41,6 +41,7 @@ class DataFile:
     size: int | None = None
     sha256: str | None = None
     md5: str | None = None
+    source_md5: str | None = None  # irds parts written from records: md5 of ir_datasets' source file
 
     @property
     def source(self) -> str:

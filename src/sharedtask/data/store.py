@@ -180,6 +180,14 @@ def _place_irds(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
     final = dataset_dir(ds) / f.target
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _part(final)
+    if f.source_md5:  # written from records: the organizers' file behind them is what the registry pins
+        source = irds.source_path(ds.irds, f.irds)
+        got_source = checksum.digests(source, ("md5",))["md5"]
+        if got_source != f.source_md5:
+            raise SharedTaskError(f"{f.irds} of ir_datasets {ds.irds}: {source} has md5 {got_source}, the registry "
+                                  f"expects {f.source_md5}",
+                                  hint="the file in ir_datasets' cache is not the organizers' (corrupt, truncated or "
+                                       "another version); nothing was kept")
     try:
         irds.write_part(ds.irds, f.irds, tmp)
         byte_copy = f.irds != "qrels-quality"
