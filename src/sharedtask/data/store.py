@@ -262,17 +262,43 @@ def _place_url(ds: Dataset, f: DataFile, mirror: str | None, show_progress: bool
     return {f.target: _entry(sha, final.stat().st_size, f.url or "")}
 
 
+def _place_derived(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
+    """Build ``f`` from the placed file it derives from (sharedtask.data.derive); {} until that is placed."""
+    from sharedtask.data import derive
+
+    assert f.derive is not None
+    folder = dataset_dir(ds)
+    source = folder / f.derive
+    if f.derive not in read_manifest(folder).get("files", {}) or not source.is_file():
+        return {}
+    final = folder / f.target
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _part(final)
+    try:
+        derive.BUILDERS[f.format](source, tmp)
+        got = checksum.digests(tmp, ("sha256",))
+        _check(f, got, f"{f.target} built from {f.derive}")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _install(tmp, final)
+    return {f.target: _entry(got["sha256"], final.stat().st_size, f"derived:{f.derive}")}
+
+
 def assemble(ds: Dataset, *, download: bool = False, mirror: str | None = None, roles: tuple[str, ...] = ("input", "truth"),
              show_progress: bool = True) -> list[DataFile]:
     """Place every file that can be placed without a person: package and ir_datasets files,
     and with ``download`` the URL files. Returns the required files still missing."""
     dataset_dir(ds).mkdir(parents=True, exist_ok=True)
-    for state in status(ds):
+    states = status(ds)
+    for state in sorted(states, key=lambda st: st.file.source == "derived"):  # derived files last
         f = state.file
         if state.present or f.role not in roles:
             continue
         placed: dict[str, dict[str, Any]] = {}
-        if f.source == "package":
+        if f.source == "derived":
+            placed = _place_derived(ds, f)
+        elif f.source == "package":
             placed = _place_package(ds, f, show_progress)
         elif f.source == "irds":
             placed = _place_irds(ds, f)
@@ -315,6 +341,8 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
     imported: list[str] = []
     folder = dataset_dir(ds)
     for f in ds.files:
+        if f.source == "derived":  # built from the imported files by assemble() below
+            continue
         hits = _candidates(f, src)
         if src.is_file():
             hits = hits if src.name in (Path(f.path).name, f.origin, f.extract,
