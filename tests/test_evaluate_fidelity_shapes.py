@@ -8,6 +8,8 @@ from the organizers' scripts (never their code itself), each citing script, comm
   (approach0/pya0 e904db1, eval-arqmath1-task2): an empty prime file is 0.0 for all four
   measures (lines 9-10, 23-24, 37-38, 51-52), anything else is trec_eval's mean (pytrec_eval
   reading the prime file, as trec_eval does);
+- ARQMath Task 1 and Touché, **unranked topics**: the transcriptions of test_evaluate_fidelity
+  (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there);
 - EXAM Cover, **unranked topics**: ``exam_cover_metric.py`` (TREMA-UNH/rubric-grading-workbench
   156f9e2), transcribed in _workbench_exam_cover with the lines it follows;
 - ARQMath-3 Task 3, **quoted answers and repeated topics**: ``evaluate_task3_results_manual.py``
@@ -304,3 +306,72 @@ def test_exam_cover_equals_the_workbench_including_unranked_topics(case) -> None
     for topic, value in theirs.items():
         assert abs(result.per_topic["exam_cover"][topic] - value) <= TOL
     assert abs(result.scores["exam_cover"] - mean(theirs.values())) <= TOL  # statistics.mean, lines 211-222
+
+
+# --- ARQMath Task 1 and Touché: unranked topics, duplicates, topics outside the qrels --------
+
+@st.composite
+def task1_case(draw):
+    topics = ["A.1", "A.2", "A.3", "A.4"]
+    qrels_rows = [[t, "0", str(p), str(draw(st.integers(0, 3)))] for t in topics[:3] for p in range(1, 16)
+                  if draw(st.booleans())]
+    run_rows = []
+    for topic in draw(st.lists(st.sampled_from(topics), min_size=1, max_size=3, unique=True)):  # unranked topics
+        for rank in range(1, draw(st.integers(1, 12)) + 1):
+            post = str(draw(st.integers(1, 18)))  # repeats and unjudged posts happen
+            run_rows.append([topic, post, str(rank), draw(st.sampled_from(["1.0", "0.5", "0.75", "2.5"])), "tag"])
+    return qrels_rows, run_rows
+
+
+@RUNS
+@given(task1_case())
+def test_task1_equals_the_prime_run_and_trec_eval_including_unranked_topics(case) -> None:
+    """arqmath_to_prim_task1.py (transcribed in test_evaluate_fidelity._prime_task1, pya0 2c9e163) and
+    trec_eval on the prime file; where the prime file is empty the official scripts have no number
+    (task1_get_results.py parses trec_eval's empty output), and we report none."""
+    from test_evaluate_fidelity import _prime_task1
+
+    qrels_rows, run_rows = case
+    if not qrels_rows:
+        return
+    qrels_text = "".join("\t".join(r) + "\n" for r in qrels_rows)
+    theirs = _trec_eval_file(qrels_text, _prime_task1(run_rows, qrels_rows))
+    event("empty prime" if not theirs else "prime with lines")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "qrels.tsv").write_text(qrels_text)
+        (folder / "run.tsv").write_text("".join("\t".join(r) + "\n" for r in run_rows))
+        try:
+            result = evaluate(folder / "run.tsv", "arqmath-3-task1", qrels=folder / "qrels.tsv", per_topic=True)
+        except SharedTaskError:
+            assert not theirs  # no run topic in the qrels
+            return
+    for key, name in _PRIME_KEYS.items():
+        if not theirs:
+            assert math.isnan(result.scores[key])
+            continue
+        assert set(result.per_topic[key]) == set(theirs)
+        assert abs(result.scores[key] - mean(v[name] for v in theirs.values())) <= TOL
+
+
+@RUNS
+@given(st.integers(0, 2**32 - 1))
+def test_touche_official_ndcg5_equals_the_described_procedure(seed: int) -> None:
+    """The Touché reference of test_evaluate_fidelity (clef21/evaluate.py as the overview and the
+    issue tracker describe it) on generated runs with missed qrels topics, duplicates and rank ties;
+    topics with equal ranks at the cut are the script's unstable sort, undefined there."""
+    import random
+
+    from test_evaluate_fidelity import _random_touche, _touche_official, _write_touche
+
+    lines, qrels, tied = _random_touche(random.Random(seed))
+    if not {t for t, *_ in lines} & set(qrels):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        run, qrel_file = _write_touche(Path(tmp), lines, qrels)
+        ours = evaluate(run, "touche-2021-task1", qrels=qrel_file, per_topic=True).per_topic["ndcg5_official"]
+    theirs = _touche_official(lines, qrels)
+    event("a qrels topic unranked" if set(qrels) - {t for t, *_ in lines} else "all ranked")
+    for topic in (set(ours) | set(theirs)) - tied:
+        assert topic in ours and topic in theirs
+        assert abs(ours[topic] - theirs[topic]) <= TOL
