@@ -247,6 +247,12 @@ def test_evaluate_refuses_an_edited_placed_qrels(tmp_path, capsys):
                  ["--task", "arqmath-3-task1", "--truth", str(placed.parent)]):
         assert main(["evaluate", str(run), *argv]) == 2
         _one_line_refusal(capsys.readouterr().err, placed, "arqmath-3-task1/test")
+    from sharedtask.evaluate import evaluate as api_evaluate  # the demo and the service score through it
+
+    with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
+        api_evaluate(run, "arqmath-3-task1", truth_dir=placed.parent)
+    with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
+        api_evaluate(run, "arqmath-3-task1", qrels=placed)
     placed.write_bytes(original)  # the official bytes again: scored as before
     assert _evaluate_json(capsys, str(run), "--task", "arqmath-3-task1")["scores"] == before["scores"]
 

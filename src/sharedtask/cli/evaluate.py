@@ -145,15 +145,12 @@ def run(args: argparse.Namespace) -> int:
 def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None, str | None]:
     """The truth folder to use and a note saying which file it is, when it came from the
     dataset registry (--dataset, or the task's official dataset when nothing was given)."""
-    from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, placed_dataset, store
+    from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, store
 
     if args.qrels is not None or args.truth is not None:
         if args.dataset:
             raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
-        placed = placed_dataset(args.truth) if args.truth is not None else None
-        if placed is not None:  # a registry dataset's truth folder named by path: the same re-check
-            store.check_truth(placed, Path(args.truth).parent)
-        return args.truth, None
+        return args.truth, None  # a registry dataset's truth folder named by path: evaluate() re-checks it
 
     if args.dataset:
         ds = get_dataset(args.dataset)

@@ -118,6 +118,7 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    _check_placed_truth(truth_dir, qrels)
     if task.family == "mathqa":  # programs scored against the suite's files, no qrels
         if truth_dir is None:
             raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
@@ -142,6 +143,23 @@ def evaluate(
     if not per_topic:
         result.per_topic = {}
     return result
+
+
+def _check_placed_truth(truth_dir: Path | None, qrels: Path | None) -> None:
+    """Truth read from a registry dataset's placed folder is re-checked before it scores (the
+    CLI, the demo and the service all come through here): a changed file is refused in one line
+    naming it and ``sharedtask data verify`` (sharedtask.data.store.check_truth)."""
+    folders = {Path(truth_dir)} if truth_dir is not None else set()
+    if qrels is not None:
+        folders.add(Path(qrels).parent)
+    if not any(folder.name == "truth" for folder in folders):
+        return
+    from sharedtask.data import placed_dataset, store
+
+    for folder in folders:
+        ds = placed_dataset(folder)
+        if ds is not None:
+            store.check_truth(ds, folder.parent)
 
 
 def _info(spec) -> MeasureInfo:
