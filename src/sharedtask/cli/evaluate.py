@@ -145,12 +145,11 @@ def run(args: argparse.Namespace) -> int:
 def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None, str | None]:
     """The truth folder to use and a note saying which file it is, when it came from the
     dataset registry (--dataset, or the task's official dataset when nothing was given)."""
-    from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, store
-
     if args.qrels is not None or args.truth is not None:
         if args.dataset:
             raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
         return args.truth, None  # a registry dataset's truth folder named by path: evaluate() re-checks it
+    from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, store
 
     if args.dataset:
         ds = get_dataset(args.dataset)
