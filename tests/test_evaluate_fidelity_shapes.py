@@ -168,7 +168,7 @@ def task3_case(draw):
     lines = draw(st.lists(st.tuples(st.sampled_from(topics), answer_text()), min_size=1, max_size=8))
     mapped = draw(st.lists(st.sampled_from(topics), unique=True, max_size=6))
     mapping = [(t, draw(st.sampled_from(["d_1", "d_2", "d_3", "d_9"]))) for t in mapped]
-    grades = {(t, a): draw(st.sampled_from([0, 1, 2, 3, 5, 6])) for t in topics for a in ("d_1", "d_2", "d_3")
+    grades = {(t, a): draw(st.sampled_from([-1, 0, 1, 2, 3, 4, 5, 6, 7])) for t in topics for a in ("d_1", "d_2", "d_3")
               if draw(st.booleans())}
     return lines, mapping, grades
 
