@@ -10,6 +10,10 @@ from the organizers' scripts (never their code itself), each citing script, comm
   reading the prime file, as trec_eval does);
 - ARQMath Task 1 and Touché, **unranked topics**: the transcriptions of test_evaluate_fidelity
   (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there);
+- MathQA, the published check: ``evaluate_test_correctness.ipynb`` cell 3 with ``solver.py`` and
+  ``utils.py`` (ongzexuan/mathqa-evaluation 9842c46), transcribed for the four arithmetic
+  operators, problems with up to 12 numbers (``n1`` replaced inside ``n10``), zero values and
+  options without a number;
 - EXAM Cover, **unranked topics**: ``exam_cover_metric.py`` (TREMA-UNH/rubric-grading-workbench
   156f9e2), transcribed in _workbench_exam_cover with the lines it follows;
 - ARQMath-3 Task 3, **quoted answers and repeated topics**: ``evaluate_task3_results_manual.py``
@@ -26,6 +30,8 @@ is undefined we must not report a number.
 from __future__ import annotations
 
 import csv
+import json
+import re
 import math
 import io
 import tempfile
@@ -375,3 +381,132 @@ def test_touche_official_ndcg5_equals_the_described_procedure(seed: int) -> None
     for topic in (set(ours) | set(theirs)) - tied:
         assert topic in ours and topic in theirs
         assert abs(ours[topic] - theirs[topic]) <= TOL
+
+
+# --- MathQA: the notebook's published check ----------------------------------------------------
+
+class Undefined(Exception):
+    """The notebook raises on this input: it prints no figure."""
+
+
+def _suite_nargs(text: str) -> list[str]:
+    """utils.py extract_nargs (ongzexuan/mathqa-evaluation 9842c46, lines 231-244)."""
+    out = []
+    for token in text.split():
+        token = token.strip().replace(",", "")
+        if token.isdigit():
+            out.append(token)
+        elif "." in token:
+            left, _, right = token.partition(".")
+            if left.isdigit() and right.isdigit():
+                out.append(token)
+    return out
+
+
+def _suite_solve(formula: str, text: str) -> float:
+    """solver.py fill_n_args (textual: n1 also inside n10) and solve_linear_program with
+    get_op_and_args / evaluate_args (9842c46, solver.py lines 289-350, 395-401), for the four
+    arithmetic operators the generator uses."""
+    for i, arg in enumerate(_suite_nargs(text)):
+        formula = formula.replace(f"n{i}", str(arg))
+    ops = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
+           "divide": lambda a, b: a / b}
+    memory: list[float] = []
+    for token in formula.split():
+        token = token.strip()
+        if not token:
+            continue
+        op = token[:token.find("(")].strip()
+        args = []
+        for arg in (t.strip() for t in token[token.find("(") + 1:token.find(")")].split(",")):
+            if arg.startswith("#"):
+                if not arg[1:].isdigit() or int(arg[1:]) >= len(memory):
+                    raise Undefined(arg)
+                args.append(memory[int(arg[1:])])
+            elif arg.startswith("const_"):
+                args.append(3.14159 if arg[6:] == "pi" else float(arg[6:].replace("_", ".")))
+            else:
+                try:
+                    args.append(float(arg))
+                except ValueError:
+                    raise Undefined(arg) from None  # an n-arg the problem text does not have
+        try:
+            memory.append(ops[op](*args))
+        except ZeroDivisionError:
+            raise Undefined(token) from None
+    if not memory:
+        raise Undefined("empty program")
+    return memory[-1]
+
+
+def _suite_option(token: str) -> float | None:
+    """utils.py extract_options for one option holding at most one numeral (lines 187-229)."""
+    numerals = re.findall(r"-?[0-9]+\.[0-9]*|-?[0-9]+", token.replace(",", ""))
+    if not numerals:
+        return None
+    value = float(numerals[0])
+    return int(value) if value and value.is_integer() else value
+
+
+def _notebook(problems: list[dict], programs: list[str], broken: set[int]) -> dict[str, float]:
+    """evaluate_test_correctness.ipynb, cell 3 (9842c46), with the run's program in place of the
+    gold linear_formula: per problem not on the broken list, 1.0 for EQUAL or CLOSE, else 0.0."""
+    out = {}
+    for i, (datum, program) in enumerate(zip(problems, programs)):
+        if i + 1 in broken:
+            continue
+        solution = float(_suite_solve(program.replace("|", " "), datum["Problem"]))
+        solution = int(solution) if solution.is_integer() else round(solution, 5)
+        options = [_suite_option(t) for t in datum["options"].split(", ")]
+        gold = options["abcde".index(datum["correct"])]
+        ok = bool(solution and gold and abs(float(gold) == float(solution)))
+        ok = ok or bool(solution and gold and abs(float(gold) - float(solution)) <= 0.5)
+        out[str(i + 1)] = 1.0 if ok else 0.0
+    return out
+
+
+@st.composite
+def mathqa_case(draw):
+    problems, programs = [], []
+    for _ in range(draw(st.integers(1, 4))):
+        numbers = draw(st.lists(st.sampled_from(["0", "1", "2", "3", "5", "7", "10", "12", "2.5", "0.5", "100"]),
+                                min_size=1, max_size=12))  # up to n11: n1 is also replaced inside n10, n11
+        problem = " ".join(f"w {n}" for n in numbers) + " ?"
+        steps = []
+        for k in range(draw(st.integers(1, 3))):
+            pool = [f"n{i}" for i in range(len(numbers))] + ["const_2", "const_100", "const_0_5"] + \
+                   [f"#{j}" for j in range(k)]
+            op = draw(st.sampled_from(["add", "subtract", "multiply", "divide"]))
+            steps.append(f"{op}({draw(st.sampled_from(pool))},{draw(st.sampled_from(pool))})")
+        values = [draw(st.sampled_from(["0", "1", "2", "3.5", "4", "5", "7.25", "10", "12", "50", "none of these"]))
+                  for _ in range(5)]
+        options = " , ".join(f"{letter} ) {v}" for letter, v in zip("abcde", values))
+        problems.append({"Problem": problem, "options": options, "correct": draw(st.sampled_from("abcde")),
+                         "linear_formula": "add(n0,n0)|"})
+        programs.append("|".join(steps) + "|")
+    broken = set(draw(st.lists(st.integers(1, len(problems)), max_size=1)))
+    return problems, programs, broken
+
+
+@RUNS
+@given(mathqa_case())
+def test_mathqa_published_equals_the_notebook_check(case) -> None:
+    problems, programs, broken = case
+    try:
+        theirs = _notebook(problems, programs, broken)
+    except Undefined:
+        event("the notebook stops")
+        return
+    event("some problem counted wrong" if 0.0 in theirs.values() else "all counted right")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        truth = folder / "truth"
+        truth.mkdir()
+        (truth / "gold.json").write_text(json.dumps(problems), encoding="utf-8")
+        (truth / "broken.txt").write_text("".join(f"{n}\n" for n in sorted(broken)), encoding="utf-8")
+        run = folder / "run.txt"
+        run.write_text("".join(p + "\n" for p in programs), encoding="utf-8")
+        result = evaluate(run, "mathqa-test", truth_dir=truth, measures=["mathqa_published"], per_topic=True)
+    assert result.per_topic["mathqa_published"] == theirs
+    if theirs:
+        assert abs(result.scores["mathqa_published"] - mean(theirs.values())) <= TOL
