@@ -30,10 +30,10 @@ is undefined we must not report a number.
 from __future__ import annotations
 
 import csv
-import json
-import re
-import math
 import io
+import json
+import math
+import re
 import tempfile
 from pathlib import Path
 from statistics import mean
