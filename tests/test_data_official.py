@@ -281,3 +281,16 @@ def test_a_large_truth_file_is_checked_by_its_stamp_and_rehashed_when_it_changes
     with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
         store.check_truth(ds)
     assert len(calls) == 2
+
+
+def test_a_large_truth_file_placed_just_now_is_not_hashed_again(monkeypatch):
+    """Placing a file hashes it already: its stamp is recorded then, so the first evaluation
+    after an import of the (multi-GB) Task 2 formula index does not read it a second time."""
+    ds = get_dataset("arqmath-3-task1/test")
+    monkeypatch.setattr(store, "FULL_HASH_MAX", 0)
+    assert store.assemble(ds, roles=("truth",), show_progress=False) == []
+    calls: list[Path] = []
+    real = store.checksum.sha256
+    monkeypatch.setattr(store.checksum, "sha256", lambda p: calls.append(p) or real(p))
+    assert store.check_truth(ds) == {"truth/qrels.tsv": ds.file("truth/qrels.tsv").sha256}
+    assert calls == []

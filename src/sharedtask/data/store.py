@@ -59,6 +59,8 @@ def _record(ds: Dataset, placed: dict[str, dict[str, Any]]) -> None:
     tmp = folder / (MANIFEST + ".part")
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, folder / MANIFEST)
+    # a large truth file was just hashed on its way in: its stamp spares check_truth a second pass
+    _remember_stamps(folder, {t: e["sha256"] for t, e in placed.items() if t.startswith("truth/")})
 
 
 def provenance(input_dir: Path) -> dict[str, Any] | None:
@@ -426,6 +428,38 @@ def _stamp(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
+def _read_stamps(folder: Path) -> dict[str, Any]:
+    try:
+        stamps = json.loads((folder / STAMPS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stamps if isinstance(stamps, dict) else {}
+
+
+def _write_stamps(folder: Path, stamps: dict[str, Any]) -> None:
+    tmp = folder / (STAMPS + ".part")
+    try:
+        tmp.write_text(json.dumps(stamps, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / STAMPS)
+    except OSError:  # a read-only store: the large files are hashed in full next time
+        tmp.unlink(missing_ok=True)
+
+
+def _remember_stamps(folder: Path, hashed: dict[str, str]) -> None:
+    """Record the stamp of large files whose sha256 was just computed (placement)."""
+    stamps, changed = _read_stamps(folder), False
+    for target, sha in hashed.items():
+        try:
+            st = (folder / target).stat()
+        except OSError:
+            continue
+        if st.st_size > FULL_HASH_MAX:
+            stamps[target] = {"stamp": _stamp(st), "sha256": sha}
+            changed = True
+    if changed:
+        _write_stamps(folder, stamps)
+
+
 def check_truth(ds: Dataset, folder: Path | None = None) -> dict[str, str]:
     """Re-check the placed truth of ``ds`` before it scores a run; returns {target: sha256}.
 
@@ -437,10 +471,7 @@ def check_truth(ds: Dataset, folder: Path | None = None) -> dict[str, str]:
     ``folder``: the dataset folder (default: where the store places ``ds``)."""
     folder = Path(folder) if folder is not None else dataset_dir(ds)
     placed = read_manifest(folder).get("files", {})
-    try:
-        stamps: dict[str, Any] = json.loads((folder / STAMPS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        stamps = {}
+    stamps = _read_stamps(folder)
     changed = False
     out: dict[str, str] = {}
     for target, entry in sorted(placed.items()):
@@ -469,10 +500,5 @@ def check_truth(ds: Dataset, folder: Path | None = None) -> dict[str, str]:
             stamps[target] = {"stamp": stamp, "sha256": got}
             changed = True
     if changed:
-        tmp = folder / (STAMPS + ".part")
-        try:
-            tmp.write_text(json.dumps(stamps, sort_keys=True) + "\n", encoding="utf-8")
-            os.replace(tmp, folder / STAMPS)
-        except OSError:  # a read-only store: the large files are hashed in full next time
-            tmp.unlink(missing_ok=True)
+        _write_stamps(folder, stamps)
     return out
