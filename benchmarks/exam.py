@@ -55,7 +55,7 @@ def task1() -> None:
         for path in runs:
             passages = exam_cover.load(path, exam, inp / "Posts.xml", {})
             passages.ranked = {t: docs[:k] for t, docs in passages.ranked.items()}
-            values = exam_cover.exam_cover(passages)
+            values = exam_cover.exam_cover_all_topics(passages)  # top k in trec_eval order, every topic
             cover[path.stem] = sum(values.values()) / len(values)
         a = kendall(cover, official, f"exam_cover@{k}", "ndcg_prime")
         print(f"  EXAM Cover@{k:<2}: " + ", ".join(f"{r} {v:.3f}" for r, v in sorted(cover.items()))

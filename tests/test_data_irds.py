@@ -56,6 +56,7 @@ def catalogue(tmp_path, monkeypatch, repo_root, irds_home):
     text = reg.read_text()
     text = text.replace("6a645e2ebd4f1d6c44da4d9509624598", _md5(irds_home / "touche/2020/task-1/qrels.qrels"))
     text = text.replace("76b4e8348bde353167ce52ffa598a6b1", _md5(irds_home / "touche/2021/task-1/qrels-relevance.qrels"))
+    text = text.replace("c899bcab9b00fdd28f77d08a1d26298a", _md5(irds_home / "touche/2021/task-1/qrels-quality.qrels"))
     reg.write_text(text)
     monkeypatch.setenv("SHAREDTASK_TASKS", str(tasks))
     registry.all_datasets.cache_clear()
@@ -105,3 +106,26 @@ def test_a_qrels_file_that_is_not_the_official_one_is_refused(irds_home, capsys,
     err = capsys.readouterr().err
     assert "md5 is" in err and "6a645e2ebd4f1d6c44da4d9509624598" in err
     assert not list((tmp_path / "store").rglob("qrels.txt*"))
+
+
+def test_quality_qrels_from_a_source_that_is_not_the_official_one_are_refused(catalogue, irds_home, capsys, tmp_path):
+    """The quality grades are written from ir_datasets' records; the registry pins the md5 of the
+    organizers' file behind them (source_md5), checked before anything is written."""
+    reg = Path(os.environ["SHAREDTASK_TASKS"]) / "datasets" / "touche.yml"
+    reg.write_text(reg.read_text().replace(_md5(irds_home / "touche/2021/task-1/qrels-quality.qrels"),
+                                           "c899bcab9b00fdd28f77d08a1d26298a"))
+    registry.all_datasets.cache_clear()
+    assert main(["data", "path", "touche-2021-task1/test", "--truth"]) == 2
+    err = capsys.readouterr().err
+    assert "qrels-quality of ir_datasets" in err and "c899bcab9b00fdd28f77d08a1d26298a" in err
+    assert not list((tmp_path / "store").rglob("qrels-quality.txt*"))
+
+
+def test_every_touche_truth_file_has_a_checksum() -> None:
+    """Issue 27: each Touché truth file the registry names carries the organizers' checksum (the
+    md5 of the file itself, or of the file its records are written from)."""
+    registry.all_datasets.cache_clear()
+    for ds in registry.all_datasets().values():
+        if ds.task.startswith("touche"):
+            for f in ds.role("truth"):
+                assert f.md5 or f.sha256 or f.source_md5, (ds.id, f.target)

@@ -25,9 +25,11 @@ def test_the_registry_names_the_suite_s_files_by_checksum() -> None:
     ds = get_dataset("mathqa-test/test")
     assert ds.official and ds.task == "mathqa-test" and ds.judged_topics == 2975
     assert [(f.target, f.origin, f.source) for f in ds.files] == [
-        ("truth/gold.json", "test.json", "import"), ("truth/broken.txt", "test_broken.txt", "import")]
+        ("truth/gold.json", "test.json", "import"), ("truth/broken.txt", "test_broken.txt", "import"),
+        ("input/problems.jsonl", None, "derived")]
     assert all(f.sha256 and len(f.sha256) == 64 for f in ds.files)
-    assert all(f"@{mathqa_suite.COMMIT[:7]} " in f.description for f in ds.files)  # provenance: the pinned commit
+    assert all(f"@{mathqa_suite.COMMIT[:7]} " in f.description for f in ds.role("truth"))  # provenance: the commit
+    assert ds.file("input/problems.jsonl").derive == "truth/gold.json"
     assert get_dataset("mathqa-challenge/test").judged_topics == 601
 
 
@@ -76,3 +78,50 @@ def test_a_changed_file_is_refused_at_import_and_found_by_verify(data_store: Pat
     assert cli_main(["data", "import", "mathqa-test/test", "--from", str(suite)]) == 0
     (folder / "truth" / "broken.txt").write_bytes(good + b"1\n")  # changed after the import
     assert cli_main(["data", "verify", "mathqa-test/test"]) == 1
+
+
+def test_evaluate_refuses_an_edited_imported_gold(data_store: Path, tmp_path: Path, capsys) -> None:
+    """Issue 27, point 4: 50 gold letters changed after the import; evaluate refuses the file
+    (one line naming it and `sharedtask data verify`) instead of scoring against it."""
+    suite = mathqa_suite.copy_to(tmp_path / "data")
+    assert cli_main(["data", "import", "mathqa-challenge/test", "--from", str(suite)]) == 0
+    problems = json.loads((suite / "challenge_test.json").read_text(encoding="utf-8"))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(p["linear_formula"] + "\n" for p in problems), encoding="utf-8")
+    gold = store.dataset_dir(get_dataset("mathqa-challenge/test")) / "truth" / "gold.json"
+    for p in problems[:50]:
+        p["correct"] = "e" if p["correct"] != "e" else "a"
+    gold.write_text(json.dumps(problems), encoding="utf-8")
+    capsys.readouterr()
+    assert cli_main(["evaluate", str(run), "--task", "mathqa-challenge"]) == 2
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1 and "Traceback" not in err
+    flat = "".join(err.split())
+    assert str(gold).replace(" ", "") in flat and "sharedtaskdataverifymathqa-challenge/test" in flat
+
+
+@pytest.mark.parametrize(("dataset", "gold", "problems"), [("mathqa-test/test", "test.json", 2985),
+                                                          ("mathqa-challenge/test", "challenge_test.json", 604)])
+def test_the_official_sets_get_an_input_and_validate_accepts_line_runs(data_store: Path, tmp_path: Path, capsys,
+                                                                       dataset: str, gold: str, problems: int) -> None:
+    """Issue 27: the suite publishes no input; problems.jsonl is built from its JSON at import (sha256
+    pinned), so `validate --input` reads a one-program-per-line run against the official set."""
+    suite = mathqa_suite.copy_to(tmp_path / "data")
+    assert cli_main(["data", "import", dataset, "--from", str(suite)]) == 0
+    assert cli_main(["data", "verify", dataset]) == 0
+    capsys.readouterr()
+    assert cli_main(["data", "path", dataset, "--input"]) == 0
+    input_dir = Path(capsys.readouterr().out.strip())
+    lines = (input_dir / "problems.jsonl").read_text(encoding="utf-8").splitlines()
+    source = json.loads((suite / gold).read_text(encoding="utf-8"))
+    assert len(lines) == len(source) == problems
+    first = json.loads(lines[0])
+    assert first == {"id": "1", "problem": source[0]["Problem"], "options": source[0]["options"]}
+    run = tmp_path / "run.txt"
+    run.write_text("".join(p["linear_formula"] + "\n" for p in source), encoding="utf-8")
+    task = dataset.split("/")[0]
+    assert cli_main(["validate", str(run), "--task", task, "--input", str(input_dir), "--json"]) in (0, 1)
+    report = json.loads(capsys.readouterr().out)
+    codes = {f["code"] for f in report.get("findings", [])}
+    assert "RUN-PROGRAM-FILE" not in codes  # the line form is read: the input says which line is whose
+    assert report["stats"]["topics_expected"] == problems

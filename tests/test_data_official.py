@@ -220,3 +220,77 @@ def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_
     finally:
         registry.all_datasets.cache_clear()
         registry._schema.cache_clear()
+
+
+# --- placed official truth is re-checked at every evaluation (issue 27, point 4) ----------------
+
+def _one_line_refusal(err: str, path: Path, dataset_id: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    joined = " ".join(err.split())  # rich may wrap the one line at the terminal's width
+    assert str(path) in joined.replace(" ", "") or str(path) in joined
+    assert f"sharedtask data verify {dataset_id}" in joined and "changed" in joined
+
+
+def test_evaluate_refuses_an_edited_placed_qrels(tmp_path, capsys):
+    qrels = _raw_qrels(_qrels_file("arqmath-3-task1/test"))
+    run = tmp_path / "oracle.tsv"
+    _oracle_task1(qrels, run)
+    before = _evaluate_json(capsys, str(run), "--task", "arqmath-3-task1")
+    placed = store.dataset_dir(get_dataset("arqmath-3-task1/test")) / "truth" / "qrels.tsv"
+    registry_sha = get_dataset("arqmath-3-task1/test").file("truth/qrels.tsv").sha256
+    assert any(registry_sha[:16] in n for n in before["notes"])
+    original = placed.read_bytes()
+    placed.write_bytes(original.replace(b"\t3\r\n", b"\t0\r\n", 50))  # 50 grades lowered, size unchanged
+    capsys.readouterr()
+    for argv in (["--task", "arqmath-3-task1"], ["--task", "arqmath-3-task1", "--dataset", "arqmath-3-task1/test"],
+                 ["--task", "arqmath-3-task1", "--truth", str(placed.parent)]):
+        assert main(["evaluate", str(run), *argv]) == 2
+        _one_line_refusal(capsys.readouterr().err, placed, "arqmath-3-task1/test")
+    from sharedtask.evaluate import evaluate as api_evaluate  # the demo and the service score through it
+
+    with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
+        api_evaluate(run, "arqmath-3-task1", truth_dir=placed.parent)
+    with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
+        api_evaluate(run, "arqmath-3-task1", qrels=placed)
+    placed.write_bytes(original)  # the official bytes again: scored as before
+    assert _evaluate_json(capsys, str(run), "--task", "arqmath-3-task1")["scores"] == before["scores"]
+
+
+def test_a_large_truth_file_is_checked_by_its_stamp_and_rehashed_when_it_changes(tmp_path, monkeypatch):
+    """Above FULL_HASH_MAX a file is hashed once and then trusted while size, mtime, ctime and
+    inode hold; an edit that keeps the size and puts the mtime back still changes the ctime."""
+    import os
+
+    ds = get_dataset("arqmath-3-task1/test")
+    assert store.assemble(ds, roles=("truth",), show_progress=False) == []
+    monkeypatch.setattr(store, "FULL_HASH_MAX", 0)
+    calls: list[Path] = []
+    real = store.checksum.sha256
+    monkeypatch.setattr(store.checksum, "sha256", lambda p: calls.append(p) or real(p))
+    assert store.check_truth(ds) == {"truth/qrels.tsv": ds.file("truth/qrels.tsv").sha256}
+    assert len(calls) == 1
+    store.check_truth(ds)
+    assert len(calls) == 1  # the stamp held: no hash
+    placed = store.dataset_dir(ds) / "truth" / "qrels.tsv"
+    st = placed.stat()
+    data = bytearray(placed.read_bytes())
+    data[-3:-2] = b"9" if data[-3:-2] != b"9" else b"8"
+    placed.write_bytes(bytes(data))
+    os.utime(placed, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(store.SharedTaskError, match="has changed since it was placed"):
+        store.check_truth(ds)
+    assert len(calls) == 2
+
+
+def test_a_large_truth_file_placed_just_now_is_not_hashed_again(monkeypatch):
+    """Placing a file hashes it already: its stamp is recorded then, so the first evaluation
+    after an import of the (multi-GB) Task 2 formula index does not read it a second time."""
+    ds = get_dataset("arqmath-3-task1/test")
+    monkeypatch.setattr(store, "FULL_HASH_MAX", 0)
+    assert store.assemble(ds, roles=("truth",), show_progress=False) == []
+    calls: list[Path] = []
+    real = store.checksum.sha256
+    monkeypatch.setattr(store.checksum, "sha256", lambda p: calls.append(p) or real(p))
+    assert store.check_truth(ds) == {"truth/qrels.tsv": ds.file("truth/qrels.tsv").sha256}
+    assert calls == []

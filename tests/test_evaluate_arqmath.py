@@ -148,6 +148,19 @@ def test_task2_map_by_hand():
     assert result.scores["map_prime"] == pytest.approx((1 / 1 + 2 / 4) / 2, abs=1e-6)
 
 
+def test_task2_without_a_judged_visual_id_scores_the_official_zero(tmp_path):
+    """The run's only judged-topic formulas map to visual ids unjudged for their topic (f3 -> v200 for
+    B.2; f6 -> v500 for B.1), so the prime file is empty: task2_get_results.py (approach0/pya0
+    e904db1, eval-arqmath1-task2, lines 9-10, 23-24, 37-38, 51-52) writes 0.0 for each of its four
+    measures without calling trec_eval."""
+    run = tmp_path / "run.tsv"
+    run.write_text("B.2\t3\t503\t1\t1.0\tdemo\nB.1\t6\t506\t1\t7.0\tdemo\nB.3\t1\t501\t1\t1.0\tdemo\n")
+    result = evaluate(run, "arqmath-3-task2", truth_dir=T2 / "truth", per_topic=True)
+    assert result.scores == {"ndcg_prime": 0.0, "map_prime": 0.0, "p10_prime": 0.0, "bpref_prime": 0.0}
+    assert all(n == 0 for n in result.topics_averaged.values())
+    assert any("prime file is empty" in note for note in result.notes)
+
+
 def test_task2_formula_index_from_input_dir(tmp_path):
     (tmp_path / "formulas").mkdir()
     src = T2 / "truth" / "formulas" / "latex_representation_v3_1.tsv"
@@ -222,11 +235,54 @@ def test_task3_official_map_file(tmp_path):
         evaluate(renamed, "arqmath-3-task3", truth_dir=truth, answer_map=mapping)
 
 
-def test_task3_repeated_topic_is_refused_as_the_official_scripts_do(tmp_path):
+def test_task3_repeated_topic_without_a_map_is_refused(tmp_path):
     run = tmp_path / "run.tsv"
     run.write_text("A.301\t1\t1\tx\t\tOne answer here.\nA.301\t2\t0.5\tx\t\tTwo answers here.\n")
     with pytest.raises(SharedTaskError, match="topic A.301 is answered again .first on line 1."):
         evaluate(run, "arqmath-3-task3", truth_dir=T3)
+
+
+def _task3_truth(tmp_path, grades: dict[str, int]) -> Path:
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "qrels.tsv").write_text("".join(f"{t}\t0\td_{t[-1]}\t{g}\n" for t, g in grades.items()))
+    (truth / "answers.tsv").write_text("answer_id\ttopic\ttext\n" + "".join(f"d_{t[-1]}\t{t}\tKnown {t}.\n" for t in grades))
+    return truth
+
+
+def test_task3_repeated_topic_the_map_does_not_name_is_missing_as_in_the_official_script(tmp_path):
+    """evaluate_task3_results_manual.py (approach0/pya0 f2852c9, lines 86-93) looks the topic up in the map
+    before it checks for repetition: an unmapped topic, however often it comes, is only missing.
+    By hand: judged A.301 = 3, A.302 = 0 -> AR (3 + 0) / 2 = 1.5, P@1 1 / 2 = 0.5."""
+    truth = _task3_truth(tmp_path, {"A.301": 3, "A.302": 0})
+    run = tmp_path / "Team-task3-run.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tAnswer one.\nA.302\t1\t1\tx\t\tAnswer two.\nA.303\t1\t1\tx\t\tAnswer three.\n"
+                   "A.303\t1\t1\tx\t\tThree again.\n")
+    mapping = tmp_path / "map.tsv"
+    mapping.write_text("Team-task3-run\tA.301\td_1\nTeam-task3-run\tA.302\td_2\n")
+    result = evaluate(run, "arqmath-3-task3", truth_dir=truth, answer_map=mapping)
+    assert result.scores["ar"] == 1.5 and result.scores["p1"] == 0.5
+    assert any("not named by the answer map: A.303" in n for n in result.notes)
+    mapping.write_text("Team-task3-run\tA.301\td_1\nTeam-task3-run\tA.303\td_2\n")  # now the map names it
+    with pytest.raises(SharedTaskError, match=":4: topic A.303 is answered again .*Repeated topic"):
+        evaluate(run, "arqmath-3-task3", truth_dir=truth, answer_map=mapping)
+
+
+def test_task3_an_answer_opening_an_unclosed_quote_swallows_the_next_topic_as_officially(tmp_path):
+    """The official script reads the run with csv.reader(delimiter='\\t') and default quoting
+    (pya0 f2852c9, lines 17-21): A.303's answer begins with a " that closes only at the first " of
+    line 4, so line 4 (A.304) is part of that answer. By hand, grades A.301 2, A.302 0, A.303 1, A.304 0, A.305 0: the official script judges
+    A.301, A.302, A.303, A.305 -> P@1 1/4 = 0.25, AR 3/4; reading every line would give 0.2 and 0.6."""
+    truth = _task3_truth(tmp_path, {"A.301": 2, "A.302": 0, "A.303": 1, "A.304": 0, "A.305": 0})
+    run = tmp_path / "Team-task3-run.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tAnswer one.\nA.302\t1\t1\tx\t\tAnswer two.\nA.303\t1\t1\tx\t\t\"Three, quoted.\n"
+                   "A.304\t1\t1\tx\t\tAnswer \"four\" here.\nA.305\t1\t1\tx\t\tAnswer five.\n")
+    mapping = tmp_path / "map.tsv"
+    mapping.write_text("".join(f"Team-task3-run\tA.30{i}\td_{i}\n" for i in range(1, 6)))
+    result = evaluate(run, "arqmath-3-task3", truth_dir=truth, answer_map=mapping, per_topic=True)
+    assert result.scores["p1"] == 0.25 and result.scores["ar"] == 0.75
+    assert set(result.per_topic["ar"]) == {"A.301", "A.302", "A.303", "A.305"}
+    assert any("line 3: the answer to topic A.303 opens a quote" in n and "A.304 (line 4)" in n for n in result.notes)
 
 
 def test_task3_lexical_overlap_by_hand():

@@ -77,6 +77,28 @@ def test_exam_cover_and_exam_qrels_by_hand(tmp_path: Path) -> None:
     assert result.scores["ndcg_exam_qrels"] == pytest.approx(0.2395455, abs=1e-7)
 
 
+def test_exam_cover_is_the_workbench_s_and_the_all_topics_variant_is_ours(tmp_path: Path) -> None:
+    """exam_cover_metric.py (TREMA-UNH/rubric-grading-workbench 156f9e2): a method's passages are
+    those with stored rank <= 20 (lines 283-289), and a query enters its mean only when it has one
+    (lines 247-255). RUN3 ranks A.1's post 12 at rank 1 (answers q2: 1/2) and A.2's post 15 at
+    rank 21 with the best score of the run. Workbench: A.2 has no passage at rank <= 20 and drops
+    out -> mean 1/2 over {A.1}. Ours (first 20 posts in trec_eval order, every topic): A.1 = 1/2,
+    A.2 = 1 (15 answers q3) -> (1/2 + 1) / 2 = 0.75."""
+    inp, truth = _dataset(tmp_path)
+    run = _run(tmp_path, "run3.tsv", ["A.1\t12\t1\t1.0", "A.2\t15\t21\t100.0"])
+    result = evaluate(run, "arqmath-3-task1", truth_dir=truth, input_dir=inp, per_topic=True)
+    assert result.per_topic["exam_cover"] == {"A.1": 0.5}
+    assert result.scores["exam_cover"] == 0.5
+    assert result.per_topic["exam_cover_all_topics"] == {"A.1": 0.5, "A.2": 1.0}
+    assert result.scores["exam_cover_all_topics"] == 0.75
+    averaging = {m.key: m.averaging for m in result.measures}
+    assert "topics it does not rank drop out" in averaging["exam_cover"]
+    assert "a topic the run does not rank scores 0" in averaging["exam_cover_all_topics"]
+    # a run that ranks nothing at rank <= 20 anywhere: the workbench has no number for it
+    late = _run(tmp_path, "late.tsv", ["A.1\t12\t21\t1.0"])
+    assert math.isnan(evaluate(late, "arqmath-3-task1", truth_dir=truth, input_dir=inp).scores["exam_cover"])
+
+
 def test_top_k_follows_trec_eval_order(tmp_path: Path) -> None:
     # equal scores: trec_eval breaks ties by document id descending, whatever the rank column says
     path = _run(tmp_path, "r.tsv", ["A.1\t12\t1\t1.0", "A.1\t14\t2\t1.0", "A.1\t13\t3\t2.0", "A.1\t12\t4\t0.5"])
@@ -168,6 +190,7 @@ def test_the_report_shows_the_agreement(tmp_path: Path) -> None:
     # bpref' orders the four runs as nDCG' does; nDCG' on EXAM qrels swaps hybrid and BM25
     # (0.8387 > 0.8327 while nDCG' has 0.9234 > 0.9017): 5 concordant, 1 discordant, (5 - 1) / 6
     assert rows == {"bpref_prime": "+1.000", "exam_cover": "undefined (all runs tie)",
+                    "exam_cover_all_topics": "undefined (all runs tie)",
                     "ndcg_exam_qrels": f"{4 / 6:+.3f}"}
 
 

@@ -513,3 +513,18 @@ def test_measure_descriptions_name_the_official_script_and_averaging(tmp_path: P
     assert "arqmath_to_prim_task1.py" in measures["ndcg_prime"]["source"]
     assert "without -c" in measures["ndcg_prime"]["averaging"]
     assert measures["map_prime"]["description"].startswith("MAP′: trec_eval map -l2")
+
+
+def test_official_labels_only_where_an_official_implementation_is_matched() -> None:
+    """Issue 27: the MathQA option score's 1/k and guess rules are ours (the suite's evaluate.py,
+    ongzexuan/mathqa-evaluation 9842c46, stops with NameError: sol at line 49 and adds k for k
+    candidates at line 71); Lexical Overlap replaces the MathBERTa tokenizer. Neither is official."""
+    from sharedtask.spec import load_task
+
+    labels = {(t, m.id): m.official for t in ("mathqa-test", "mathqa-challenge", "arqmath-3-task3")
+              for m in load_task(t).measures}
+    assert labels[("mathqa-test", "mathqa_options")] is False
+    assert labels[("mathqa-challenge", "mathqa_options")] is False
+    assert labels[("mathqa-test", "mathqa_published")] is True
+    assert labels[("arqmath-3-task3", "lexical_overlap")] is False
+    assert labels[("arqmath-3-task3", "ar")] is True and labels[("arqmath-3-task3", "p1")] is True

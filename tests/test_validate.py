@@ -415,3 +415,19 @@ def test_omitted_errors_still_make_the_run_invalid(tmp_path: Path) -> None:
     lines = lines + [""] * 30
     result = validate(write(tmp_path, lines), load_task(TOUCHE), limit_per_code=1)
     assert not result.valid and result.omitted["RUN-BLANK-LINE"] == 29
+
+
+def test_task3_answer_opening_an_unclosed_quote_names_the_topics_it_will_swallow(tmp_path: Path) -> None:
+    """The official Task 3 scripts read runs with csv.reader(delimiter='\\t') and default quoting
+    (approach0/pya0 f2852c9, evaluate_task3_results_manual.py, lines 17-21): a field that begins with
+    " runs to the next ". A quote inside an answer is harmless and not reported."""
+    run = tmp_path / "run.tsv"
+    run.write_text("A.301\t1\t1\tx\t\tFine \"quoted\" word.\nA.303\t1\t1\tx\t\t\"Quoted start\n"
+                   "A.304\t1\t1\tx\t\tFour.\nA.305\t1\t1\tx\t\tFive.\n", encoding="utf-8")
+    result = validate(run, load_task("arqmath-3-task3"))
+    quotes = [f for f in result.findings if f.code == "RUN-ANSWER-QUOTE"]
+    assert [f.message.split(":")[0] for f in quotes] == ["topic A.304 will be swallowed by A.303's answer",
+                                                         "topic A.305 will be swallowed by A.303's answer"]
+    assert all(f.severity is Severity.WARNING for f in quotes)
+    run.write_text("A.301\t1\t1\tx\t\tFine \"quoted\" word.\nA.303\t1\t1\tx\t\t\"Closed\" start\n")
+    assert not [f for f in validate(run, load_task("arqmath-3-task3")).findings if f.code == "RUN-ANSWER-QUOTE"]

@@ -49,6 +49,10 @@ AVERAGING: dict[str, str] = {
                               "judged answer; unanswered topics and unjudged answers drop out"),
     "task3-all-topics": "mean over all qrels topics; a topic without an answer, or with an unjudged answer, counts 0",
     "exam": "mean over the topics with exam questions; a topic the run does not answer scores 0 (macro average)",
+    "exam-cover-workbench": ("rubric-grading-workbench exam_cover_metric.py: mean over the topics with exam questions "
+                             "where the run ranks a graded passage at rank <= 20; topics it does not rank drop out"),
+    "exam-cover-all-topics": ("our averaging: mean over all topics with exam questions; a topic the run does not "
+                              "rank scores 0"),
     "exam-qrels": ("trec_eval 9.0.8 without -c on the prime run against the EXAM qrels: mean over the topics with "
                    "exam questions that have a graded passage in the run"),
     "n-exam": "mean over the topics with exam questions whose best known relevant answer answers at least one",
@@ -155,11 +159,16 @@ register(Measure("exam", "task3", "exam", _EXAM, "EXAM: the share of the topic's
 register(Measure("n_exam", "task3", "n-exam", _EXAM, "n-EXAM: EXAM over the EXAM of the best known relevant answer "
                  "(the gold text)", compute="sharedtask.evaluate.exam:n_exam"))
 
-_EXAM_RUBRIC = ("EXAM Cover and EXAM qrels: rubric-grading-workbench (Farzi and Dietz, ICTIR 2024), exam_cover and "
-                "exam_to_qrels; top 20 passages; grader as for EXAM (sharedtask.evaluate.exam_cover)")
-register(Measure("exam_cover", "exam-passages", "exam", _EXAM_RUBRIC,
-                 "EXAM Cover: the share of the topic's exam questions answered by any of the run's top 20 passages",
-                 compute="sharedtask.evaluate.exam_cover:exam_cover"))
+_EXAM_RUBRIC = ("EXAM Cover and EXAM qrels: rubric-grading-workbench (Farzi and Dietz, ICTIR 2024), "
+                "exam_cover_metric.py (TREMA-UNH/rubric-grading-workbench 156f9e2) and exam_to_qrels; grader as for "
+                "EXAM (sharedtask.evaluate.exam_cover)")
+register(Measure("exam_cover", "exam-passages", "exam-cover-workbench", _EXAM_RUBRIC,
+                 "EXAM Cover as the workbench computes it: the share of the topic's exam questions answered by the "
+                 "run's passages at rank (column) <= 20", compute="sharedtask.evaluate.exam_cover:exam_cover"))
+register(Measure("exam_cover_all_topics", "exam-passages", "exam-cover-all-topics", _EXAM_RUBRIC + "; our variant",
+                 "EXAM Cover over all topics (our variant): questions answered by the run's first 20 posts in "
+                 "trec_eval's order; a topic the run does not rank counts 0",
+                 compute="sharedtask.evaluate.exam_cover:exam_cover_all_topics"))
 register(Measure("ndcg_exam_qrels", "exam-passages", "exam-qrels", _EXAM_RUBRIC,
                  "nDCG′ on EXAM qrels: each graded passage (the run's top 20 and the official pool) judged by the "
                  "number of exam questions it answers", compute="sharedtask.evaluate.exam_cover:ndcg_exam_qrels"))
@@ -191,6 +200,8 @@ register(Measure("mathqa_published", "programs", "mathqa-published", _MATHQA,
                  "accuracy as the suite publishes it: the program's value within 0.5 of the gold option's value "
                  "(a value or gold option of 0 counts wrong, as in the notebook); broken problems left out",
                  compute="sharedtask.evaluate.mathqa:published"))
-register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA,
-                 "option matching (delta 1): 1 for the gold option as the only candidate, 1/k among k candidates, "
-                 "1/5 for a guess (no value), else 0", compute="sharedtask.evaluate.mathqa:option_score"))
+register(Measure("mathqa_options", "programs", "mathqa-all", _MATHQA + "; our scoring rules",
+                 "option matching (delta 1) after the suite's evaluate.py, whose score_default stops as published "
+                 "(NameError: sol, line 49) and adds k, not 1/k, for k candidates (line 71): 1 for the gold option "
+                 "as the only candidate, 1/k among k candidates (ours), 1/5 for a guess (no value; ours), else 0",
+                 compute="sharedtask.evaluate.mathqa:option_score"))

@@ -148,7 +148,7 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
     if args.qrels is not None or args.truth is not None:
         if args.dataset:
             raise SharedTaskError("--dataset names the truth itself; give it without --qrels/--truth")
-        return args.truth, None
+        return args.truth, None  # a registry dataset's truth folder named by path: evaluate() re-checks it
     from sharedtask.data import get_dataset, import_hint, official_dataset, official_truth, store
 
     if args.dataset:
@@ -177,10 +177,11 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
     ds, truth = found
     files = ds.role("truth")
     qrels = next((f for f in files if f.path.startswith("qrels")), files[0])  # MathQA: the suite's JSON
+    checked = store.check_truth(ds)  # the bytes about to be read are still the official ones
     entry = store.read_manifest(truth.parent).get("files", {}).get(qrels.target, {})
     origin = qrels.package or (f"ir_datasets {ds.irds}" if qrels.irds else qrels.url or entry.get("source", qrels.target))
     label = "qrels" if qrels.path.startswith("qrels") else "truth"
-    return truth, (f"{label}: {ds.id} official {qrels.path} = {origin} (sha256 {entry.get('sha256', '?')[:16]}…, "
+    return truth, (f"{label}: {ds.id} official {qrels.path} = {origin} (sha256 {checked.get(qrels.target, '?')[:16]}…, "
                    f"{truth / qrels.path})")
 
 

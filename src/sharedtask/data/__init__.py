@@ -13,7 +13,7 @@ from pathlib import Path
 from sharedtask.data.registry import DataFile, Dataset, all_datasets, get_dataset, official_dataset
 
 __all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_dataset", "import_hint", "official_dataset",
-           "official_truth"]
+           "official_truth", "placed_dataset"]
 
 
 def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
@@ -30,6 +30,23 @@ def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
     if missing and import_hint(ds):  # truth imported by hand only (MathQA), not imported yet
         return None
     return ds, store.dataset_dir(ds) / "truth"
+
+
+def placed_dataset(truth_dir: Path) -> Dataset | None:
+    """The registry dataset whose placed truth folder ``truth_dir`` is (None for any other folder)."""
+    from sharedtask.data import store
+    from sharedtask.errors import SharedTaskError
+
+    truth_dir = Path(truth_dir)
+    if truth_dir.name != "truth":
+        return None
+    dataset_id = store.read_manifest(truth_dir.parent).get("dataset")
+    if not isinstance(dataset_id, str):
+        return None
+    try:
+        return get_dataset(dataset_id)
+    except SharedTaskError:
+        return None
 
 
 def import_hint(ds: Dataset) -> str | None:

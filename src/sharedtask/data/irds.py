@@ -43,6 +43,24 @@ def _fail(irds_id: str, part: str, exc: BaseException) -> SharedTaskError:
                                 "organizers' files there in ir_datasets' layout")
 
 
+def source_path(irds_id: str, part: str) -> Path:
+    """The file ir_datasets reads ``part`` from (downloaded into its cache if it can). For the
+    quality qrels, the organizers' quality file (ToucheQualityQrels' second source)."""
+    dataset = _load(irds_id)
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            if part == "queries":
+                return Path(dataset.queries_handler().queries_path())
+            handler = dataset.qrels_handler()
+            if part == "qrels-quality":
+                return Path(handler._source_quality.path())  # ir_datasets 0.6.3 formats/touche.py, ToucheQualityQrels
+            return Path(handler.qrels_path())
+        except SharedTaskError:
+            raise
+        except Exception as exc:  # ir_datasets raises plain IOError/ValueError/AssertionError
+            raise _fail(irds_id, part, exc) from None
+
+
 def write_part(irds_id: str, part: str, dest: Path) -> None:
     """Write ``part`` (queries, qrels, qrels-quality) of ``irds_id`` to ``dest``."""
     dataset = _load(irds_id)

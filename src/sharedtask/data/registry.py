@@ -22,6 +22,8 @@ SCHEMA_FILE = "dataset.schema.json"
 REGISTRY_DIR = "datasets"
 IRDS_PREFIX = "irds:"
 PACKAGE_DATA = Path(__file__).resolve().parent
+#: (source target, format) pairs sharedtask.data.derive can build
+DERIVATIONS = {("truth/gold.json", "mathqa-problems-jsonl")}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class DataFile:
     size: int | None = None
     sha256: str | None = None
     md5: str | None = None
+    source_md5: str | None = None  # irds parts written from records: md5 of ir_datasets' source file
+    derive: str | None = None  # built from this other target of the dataset (sharedtask.data.derive)
 
     @property
     def source(self) -> str:
@@ -51,6 +55,8 @@ class DataFile:
             return "url"
         if self.irds:
             return "irds"
+        if self.derive:
+            return "derived"
         return "import"
 
     @property
@@ -73,6 +79,8 @@ class DataFile:
             return self.url + (f" (member {self.extract})" if self.extract else "")
         if self.irds:
             return f"ir_datasets {self.irds}"
+        if self.derive:
+            return f"built from {self.derive} once it is placed"
         return "import only: sharedtask data import ID --from DIR" + (f" (the release's {self.origin})" if self.origin else "")
 
 
@@ -143,6 +151,12 @@ def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
         if f.irds and not entry.get("irds"):
             raise SpecError(f"{path}: datasets.{dataset_id}: file {f.target} comes from ir_datasets, "
                             "so the dataset needs an irds: id")
+        if f.derive and f.derive not in targets:
+            raise SpecError(f"{path}: datasets.{dataset_id}: file {f.target} is derived from {f.derive}, "
+                            "which the dataset does not declare")
+        if f.derive and (f.derive, f.format) not in DERIVATIONS:
+            raise SpecError(f"{path}: datasets.{dataset_id}: no way to build {f.format} from {f.derive}",
+                            hint="known: " + ", ".join(f"{fmt} from a {src}" for src, fmt in DERIVATIONS))
         if f.package and not f.package_path().is_file():
             raise SpecError(f"{path}: datasets.{dataset_id}: {f.package} is not in the package data")
     return Dataset(id=dataset_id, task=entry["task"], title=entry["title"], files=files,

@@ -59,6 +59,8 @@ def _record(ds: Dataset, placed: dict[str, dict[str, Any]]) -> None:
     tmp = folder / (MANIFEST + ".part")
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, folder / MANIFEST)
+    # a large truth file was just hashed on its way in: its stamp spares check_truth a second pass
+    _remember_stamps(folder, {t: e["sha256"] for t, e in placed.items() if t.startswith("truth/")})
 
 
 def provenance(input_dir: Path) -> dict[str, Any] | None:
@@ -180,6 +182,14 @@ def _place_irds(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
     final = dataset_dir(ds) / f.target
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _part(final)
+    if f.source_md5:  # written from records: the organizers' file behind them is what the registry pins
+        source = irds.source_path(ds.irds, f.irds)
+        got_source = checksum.digests(source, ("md5",))["md5"]
+        if got_source != f.source_md5:
+            raise SharedTaskError(f"{f.irds} of ir_datasets {ds.irds}: {source} has md5 {got_source}, the registry "
+                                  f"expects {f.source_md5}",
+                                  hint="the file in ir_datasets' cache is not the organizers' (corrupt, truncated or "
+                                       "another version); nothing was kept")
     try:
         irds.write_part(ds.irds, f.irds, tmp)
         byte_copy = f.irds != "qrels-quality"
@@ -254,17 +264,43 @@ def _place_url(ds: Dataset, f: DataFile, mirror: str | None, show_progress: bool
     return {f.target: _entry(sha, final.stat().st_size, f.url or "")}
 
 
+def _place_derived(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
+    """Build ``f`` from the placed file it derives from (sharedtask.data.derive); {} until that is placed."""
+    from sharedtask.data import derive
+
+    assert f.derive is not None
+    folder = dataset_dir(ds)
+    source = folder / f.derive
+    if f.derive not in read_manifest(folder).get("files", {}) or not source.is_file():
+        return {}
+    final = folder / f.target
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _part(final)
+    try:
+        derive.BUILDERS[f.format](source, tmp)
+        got = checksum.digests(tmp, ("sha256",))
+        _check(f, got, f"{f.target} built from {f.derive}")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _install(tmp, final)
+    return {f.target: _entry(got["sha256"], final.stat().st_size, f"derived:{f.derive}")}
+
+
 def assemble(ds: Dataset, *, download: bool = False, mirror: str | None = None, roles: tuple[str, ...] = ("input", "truth"),
              show_progress: bool = True) -> list[DataFile]:
     """Place every file that can be placed without a person: package and ir_datasets files,
     and with ``download`` the URL files. Returns the required files still missing."""
     dataset_dir(ds).mkdir(parents=True, exist_ok=True)
-    for state in status(ds):
+    states = status(ds)
+    for state in sorted(states, key=lambda st: st.file.source == "derived"):  # derived files last
         f = state.file
         if state.present or f.role not in roles:
             continue
         placed: dict[str, dict[str, Any]] = {}
-        if f.source == "package":
+        if f.source == "derived":
+            placed = _place_derived(ds, f)
+        elif f.source == "package":
             placed = _place_package(ds, f, show_progress)
         elif f.source == "irds":
             placed = _place_irds(ds, f)
@@ -307,6 +343,8 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
     imported: list[str] = []
     folder = dataset_dir(ds)
     for f in ds.files:
+        if f.source == "derived":  # built from the imported files by assemble() below
+            continue
         hits = _candidates(f, src)
         if src.is_file():
             hits = hits if src.name in (Path(f.path).name, f.origin, f.extract,
@@ -374,3 +412,93 @@ def verify(ds: Dataset, *, show_progress: bool = True) -> list[Check]:
             else:
                 checks.append(Check(target, True, f"sha256 {got['sha256']}"))
     return checks
+
+
+# --------------------------------------------------------------------------- truth re-check
+
+#: files up to this size are re-hashed in full at every evaluation (the largest official
+#: qrels, ARQMath-1 Task 1's, is 684 kB: 0.4 ms, benchmarks/truth_check.py)
+FULL_HASH_MAX = 16 << 20
+STAMPS = ".verified.json"
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    """What changes when a file's bytes change: size, mtime, ctime (which no user call can
+    set back) and inode (a file replaced by rename)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _read_stamps(folder: Path) -> dict[str, Any]:
+    try:
+        stamps = json.loads((folder / STAMPS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stamps if isinstance(stamps, dict) else {}
+
+
+def _write_stamps(folder: Path, stamps: dict[str, Any]) -> None:
+    tmp = folder / (STAMPS + ".part")
+    try:
+        tmp.write_text(json.dumps(stamps, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / STAMPS)
+    except OSError:  # a read-only store: the large files are hashed in full next time
+        tmp.unlink(missing_ok=True)
+
+
+def _remember_stamps(folder: Path, hashed: dict[str, str]) -> None:
+    """Record the stamp of large files whose sha256 was just computed (placement)."""
+    stamps, changed = _read_stamps(folder), False
+    for target, sha in hashed.items():
+        try:
+            st = (folder / target).stat()
+        except OSError:
+            continue
+        if st.st_size > FULL_HASH_MAX:
+            stamps[target] = {"stamp": _stamp(st), "sha256": sha}
+            changed = True
+    if changed:
+        _write_stamps(folder, stamps)
+
+
+def check_truth(ds: Dataset, folder: Path | None = None) -> dict[str, str]:
+    """Re-check the placed truth of ``ds`` before it scores a run; returns {target: sha256}.
+
+    Why: ``evaluate`` names the official file and its registry checksum, so the bytes it
+    reads must be those bytes. Files up to ``FULL_HASH_MAX`` are hashed in full every time;
+    larger ones (ARQMath Task 2's formula index) are hashed when their stamp (size, mtime,
+    ctime, inode) differs from the one recorded at their last full hash. A file that differs
+    from the manifest is refused with one line naming it and ``sharedtask data verify``.
+    ``folder``: the dataset folder (default: where the store places ``ds``)."""
+    folder = Path(folder) if folder is not None else dataset_dir(ds)
+    placed = read_manifest(folder).get("files", {})
+    stamps = _read_stamps(folder)
+    changed = False
+    out: dict[str, str] = {}
+    for target, entry in sorted(placed.items()):
+        if not target.startswith("truth/"):
+            continue
+        path = folder / target
+        try:
+            st = path.stat()
+        except OSError:
+            raise SharedTaskError(f"{path}: the official truth file is missing; refusing to score",
+                                  hint=f"sharedtask data verify {ds.id}") from None
+        stamp = _stamp(st)
+        known = stamps.get(target)
+        if (st.st_size > FULL_HASH_MAX and isinstance(known, dict) and known.get("stamp") == stamp
+                and known.get("sha256") == entry["sha256"]):
+            out[target] = entry["sha256"]
+            continue
+        got = checksum.sha256(path)
+        if got != entry["sha256"]:
+            raise SharedTaskError(
+                f"{path} has changed since it was placed (sha256 {got[:16]}…, recorded {entry['sha256'][:16]}…); "
+                "refusing to score against it",
+                hint=f"sharedtask data verify {ds.id}; place it again with sharedtask data import/fetch")
+        out[target] = got
+        if st.st_size > FULL_HASH_MAX and (not isinstance(known, dict) or known.get("stamp") != stamp):
+            stamps[target] = {"stamp": stamp, "sha256": got}
+            changed = True
+    if changed:
+        _write_stamps(folder, stamps)
+    return out

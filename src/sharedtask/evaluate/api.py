@@ -118,6 +118,7 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    _check_placed_truth(truth_dir, qrels)
     if task.family == "mathqa":  # programs scored against the suite's files, no qrels
         if truth_dir is None:
             raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
@@ -142,6 +143,23 @@ def evaluate(
     if not per_topic:
         result.per_topic = {}
     return result
+
+
+def _check_placed_truth(truth_dir: Path | None, qrels: Path | None) -> None:
+    """Truth read from a registry dataset's placed folder is re-checked before it scores (the
+    CLI, the demo and the service all come through here): a changed file is refused in one line
+    naming it and ``sharedtask data verify`` (sharedtask.data.store.check_truth)."""
+    folders = {Path(truth_dir)} if truth_dir is not None else set()
+    if qrels is not None:
+        folders.add(Path(qrels).parent)
+    if not any(folder.name == "truth" for folder in folders):
+        return
+    from sharedtask.data import placed_dataset, store
+
+    for folder in folders:
+        ds = placed_dataset(folder)
+        if ds is not None:
+            store.check_truth(ds, folder.parent)
 
 
 def _info(spec) -> MeasureInfo:
@@ -214,10 +232,28 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
             f"of the means (trec_eval without -c, as the official scripts run it): {', '.join(dropped[:10])}"
             + (" ..." if len(dropped) > 10 else ""))
     _order_notes(result, prime.order, "id")
-    for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
-        _store(result, spec, values)
+    if task.family == "arqmath-task2" and not prime.run:
+        _empty_prime_task2(result, specs)
+    else:
+        for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
+            _store(result, spec, values)
     if exam_specs:
         _exam_passages(task, run_path, exam_specs, source, input_dir, qrels, result, grader)
+
+
+def _empty_prime_task2(result: EvaluationResult, specs) -> None:
+    """A Task 2 run without one judged visual id: its prime file is empty, and the official
+    results script gives an empty prime file 0.0 for nDCG′, MAP′, P′@10 and bpref without
+    calling trec_eval (approach0/pya0 e904db1, eval-arqmath1-task2/task2_get_results.py,
+    lines 9-10, 23-24, 37-38 and 51-52: ``if os.path.getsize(...) == 0: score = '0.0'``)."""
+    for spec in specs:
+        info = _info(spec)
+        result.measures.append(info)
+        result.per_topic[info.key] = {}
+        result.scores[info.key] = 0.0
+        result.topics_averaged[info.key] = 0
+    result.notes.append("no judged visual id in the run: its prime file is empty, which the official results script "
+                        "(task2_get_results.py) scores 0.0 for every measure, as here")
 
 
 def _exam_questions(task, source: _Qrels) -> dict[str, list] | None:
@@ -312,6 +348,16 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
                            threshold=task.truth.relevant_threshold, max_chars=task.output.max_answer_chars or 1200,
                            grader=grader)
     mapping = task3.read_answer_map(answer_map, run_path.stem) if answer_map is not None else None
+    ignored = task3.check_repeated(run_path, run, mapping)
+    if ignored:
+        result.notes.append(f"topic(s) answered more than once but not named by the answer map: {', '.join(ignored[:10])}; "
+                            "the official manual script counts them as missing, as here (Lexical Overlap reads "
+                            "the first answer of each)")
+    for taken in run.swallowed:
+        where = ", ".join(f"{topic or '(blank)'} (line {n})" for n, topic in taken.lines[:10])
+        result.notes.append(f"line {taken.line}: the answer to topic {taken.topic} opens a quote (\") it does not close on "
+                            f"that line; read as the official scripts read the run (csv quoting), it runs over "
+                            f"{len(taken.lines)} more line(s) and swallows {where}: not scored, as there")
     task3.judge(inp, mapping)
     how = "through the answer map (official)" if mapping is not None else "by their text among the known answers"
     result.notes.append(f"answers matched to assessments {how}: {len(inp.judged)} judged, "

@@ -3,7 +3,8 @@ measures, following their scripts (docs/evaluation.md, "ARQMath-3 Task 3"):
 
 - ``evaluate_task3_results_manual.py``: each topic's answer has an assessment id, looked up
   in a map file ``run_name<TAB>topic<TAB>answer_id`` (the run name is the run file's name
-  without extension); a repeated topic is an error; grades 5 (system failure) and 6 (do not
+  without extension); the run is read with Python's csv quoting (an answer that begins with
+  ``"`` runs over the next lines); a repeated topic is an error only if the map names it; grades 5 (system failure) and 6 (do not
   know) count 0, 4 and above 6 are errors; AR and P@1 (grade > 1) are means over the topics
   whose answer has a judgment; unanswered topics and unjudged answers drop out.
 - ``evaluate_task3_results_automatic.py``: answers are normalised (``$`` -> ``[MATH]`` /
@@ -26,6 +27,7 @@ from typing import Any
 
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.evaluate import readers
+from sharedtask.formats import task3csv
 
 Qrels = dict[str, dict[str, int]]
 
@@ -34,23 +36,57 @@ Qrels = dict[str, dict[str, int]]
 
 @dataclass
 class Task3Run:
-    answers: dict[str, str] = field(default_factory=dict)  # topic -> answer text, one per topic
-    lines: dict[str, int] = field(default_factory=dict)  # topic -> line number
+    answers: dict[str, str] = field(default_factory=dict)  # topic -> answer text, first record of each topic
+    lines: dict[str, int] = field(default_factory=dict)  # topic -> line number of that record
+    repeated: dict[str, list[int]] = field(default_factory=dict)  # topic -> lines of its later records
+    swallowed: list[task3csv.Swallowed] = field(default_factory=list)  # lines a quoted answer runs over
 
 
 def read_task3_run(path: Path) -> Task3Run:
-    """Task 3 run ``Topic_Id Rank Score Run_Tag Sources Answer``; a repeated topic is refused,
-    as both official scripts refuse it ("Repeated topic ... in ...")."""
+    """Task 3 run ``Topic_Id Rank Score Run_Tag Sources Answer``, read as the official scripts
+    read it: ``csv.reader(delimiter='\\t')`` with default quoting (sharedtask.formats.task3csv;
+    evaluate_task3_results_manual.py, approach0/pya0 f2852c9, lines 17-21). An answer that begins
+    with an unmatched ``"`` therefore takes the following lines, and their topics, with it.
+
+    Each physical line is first checked by the shared reader (columns, rank, score), so a
+    malformed line is still a one-line error. A repeated topic is kept in ``repeated``: whether
+    it is an error depends on the answer map (``check_repeated``)."""
+    for _row in readers.read_run(path, "arqmath-task3"):
+        pass
     run = Task3Run()
-    for row in readers.read_run(path, "arqmath-task3"):
-        if row.topic in run.answers:
-            raise SharedTaskError(
-                f"{path}:{row.line}: topic {row.topic} is answered again (first on line {run.lines[row.topic]}); "
-                "the official Task 3 scripts refuse a repeated topic",
-                hint="keep one answer per topic (sharedtask validate reports RUN-ANSWER-COUNT)")
-        run.answers[row.topic] = row.answer or ""
-        run.lines[row.topic] = row.line
+    try:
+        for row in task3csv.csv_rows(path):
+            if not row.fields:
+                continue  # a blank line (the official scripts stop on it: their number is undefined)
+            topic = row.fields[0]
+            if topic in run.answers:
+                run.repeated.setdefault(topic, []).append(row.first_line)
+                continue
+            run.answers[topic] = "\t".join(row.fields[5:])
+            run.lines[topic] = row.first_line
+        run.swallowed = task3csv.swallowed(path)
+    except csv.Error as exc:  # e.g. a NUL byte
+        raise FormatError(path, f"cannot be read as the official scripts read it (Python's csv: {exc})") from None
     return run
+
+
+def check_repeated(path: Path, run: Task3Run, answer_map: dict[str, str] | None) -> list[str]:
+    """Refuse what the official manual script refuses; returns the repeated topics it ignores.
+
+    The script looks each run topic up in the map first and raises "Repeated topic" only for a
+    topic the map names; a topic the map does not name goes to its missing topics, however
+    often it comes (evaluate_task3_results_manual.py, approach0/pya0 f2852c9, lines 86-93).
+    Without a map there is no official procedure: an answer matched by its text must be one
+    per topic, so any repeated topic is refused."""
+    for topic, again in run.repeated.items():
+        if answer_map is None or topic in answer_map:
+            why = ("the official manual script stops on a repeated topic that its answer map names "
+                   "('Repeated topic ... in ...')" if answer_map is not None else
+                   "without the organizers' map (--answer-map) an answer is matched by its text, one per topic")
+            raise SharedTaskError(
+                f"{path}:{again[0]}: topic {topic} is answered again (first on line {run.lines[topic]}); {why}",
+                hint="keep one answer per topic (sharedtask validate reports RUN-ANSWER-COUNT)")
+    return sorted(run.repeated)
 
 
 def read_answer_map(path: Path, run_name: str) -> dict[str, str]:
@@ -96,10 +132,11 @@ def _collapse(text: str) -> str:
 
 
 def check_grade(topic: str, answer_id: str, grade: int) -> int:
-    """The manual script accepts grades 0-3, 5 and 6 and stops on any other."""
-    if grade not in (0, 1, 2, 3, 5, 6):
+    """The manual script keeps any grade below 4 as it is, reads 5 and 6 as 0 and stops on 4 and
+    on grades above 6 (evaluate_task3_results_manual.py, pya0 f2852c9, lines 100-107)."""
+    if grade == 4 or grade > 6:
         raise SharedTaskError(f"qrels grade {grade} for topic {topic}, answer {answer_id}: Task 3 grades are 0-3, "
-                              "5 (system failure) or 6 (do not know)")
+                              "5 (system failure) or 6 (do not know); the official script stops on it")
     return grade
 
 

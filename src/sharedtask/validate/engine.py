@@ -98,6 +98,8 @@ def run(
         if gc_was_enabled:
             gc.enable()
     check_file_name(out, file_name or path.name, task.output.file_name_pattern)
+    if layout.answer is not None:
+        _official_quoting(out, path)
     return ValidationResult(
         path=path,
         task_id=task.id,
@@ -107,6 +109,26 @@ def run(
         stats=stats,
         valid=not out.has_errors,
     )
+
+
+def _official_quoting(out: Collector, path: Path) -> None:
+    """ARQMath-3 Task 3: say which lines the official scripts will not see. They read the run
+    with ``csv.reader(delimiter='\\t')`` and default quoting (sharedtask.formats.task3csv), so an
+    answer that begins with an unmatched ``"`` swallows the lines after it."""
+    import csv
+
+    from sharedtask.formats import task3csv
+
+    try:
+        found = task3csv.swallowed(path)
+    except (csv.Error, UnicodeDecodeError, OSError, EOFError):
+        return  # the structure checks have reported what makes the file unreadable
+    for taken in found:
+        for n, topic in taken.lines:
+            out.report("RUN-ANSWER-QUOTE",
+                       f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is read "
+                       f"as part of that answer, which begins with \" and has no closing quote on its line "
+                       "(the official scripts read the run with Python's csv quoting)", taken.line)
 
 
 def _patterns(task: Any) -> dict[str, re.Pattern[str] | None]:
