@@ -146,13 +146,16 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
     """Run the job in the sandbox into ``run_dir`` (created, must not hold a run) and say how it ended.
 
     The one place every backend runs a job: :func:`sharedtask.sandbox.run` with the
-    task's limits and the job's overrides, the same call as ``sharedtask run``.
+    task's limits and the job's overrides, the same call as ``sharedtask run``. Only the
+    options of the closed job schema pass (:func:`~sharedtask.executor.admission.sandbox_options`).
     """
+    from sharedtask.executor.admission import sandbox_options
     from sharedtask.sandbox import run as sandbox_run
 
+    options = sandbox_options(job)  # user, network and input run are the worker's, never the job's
     run_dir.mkdir(parents=True, exist_ok=True)
     outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
-                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **job.options)
+                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **options)
     state = DONE if outcome.result.ok else FAILED
     record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
     outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,129 @@
+"""Nothing from a broker or a worker's result is trusted (issue 26, "Boundaries": broker, worker).
+
+Real parts: a redis-server, a `sharedtask worker` process, containers. A job written
+straight into the broker that asks for more than its task grants is refused and never
+starts a container; a worker's archive holding a link fails that one run, not the batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import tarfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from distributed_helpers import (REFERENCE, TASK, broker, job_for, redis_binary, tiny_image,  # noqa: F401
+                                 wait_for, workers)
+from sharedtask.errors import SharedTaskError
+from sharedtask.executor.admission import JobRefused, WorkerPolicy, admit, sandbox_options
+from sharedtask.executor.base import JobResult
+from sharedtask.executor.celery_app import TASK_NAME
+from sharedtask.executor.remote import CeleryExecutor
+
+IMAGE_ID = "sha256:" + "a" * 64
+
+
+def raw_job(**changes) -> dict:
+    """A well-formed job payload (as a coordinator sends it), with ``changes`` applied."""
+    from sharedtask.executor.datasets import file_digests
+    from sharedtask.spec import load_task
+
+    raw = {"task": TASK, "software": "tiny", "image": "sharedtask-test/tiny:x", "image_id": IMAGE_ID,
+           "command": "cp /run.txt $outputDir/run.txt", "image_source": None,
+           "dataset": {"id": f"sample/{TASK}", "sha256": file_digests(load_task(TASK).sample_dir / "input")},
+           "options": {"dataset_id": TASK}}
+    return {**raw, **changes}
+
+
+FORBIDDEN = [
+    ("options.user", {"options": {"user": "0"}}),
+    ("options.user", {"options": {"user": "0:0"}}),
+    ("options.input_run", {"options": {"input_run": "/"}}),
+    ("options.network", {"options": {"network": "host"}}),
+    ("options.runtime", {"options": {"runtime": "runsc"}}),
+    ("options.memory", {"options": {"memory": "1000g"}}),
+    ("options.timeout", {"options": {"timeout": "1000h"}}),
+    ("options.timeout", {"options": {"timeout": True}}),
+    ("options.output_dir", {"options": {"output_dir": "/etc"}}),
+    ("privileged", {"privileged": True}),
+    ("command", {"command": "x" * 10_000_000}),
+    ("image_id", {"image_id": "sha256:" + "z" * 64}),
+    ("dataset.id", {"dataset": {"id": f"sample/{TASK}/../../../etc", "sha256": {}}}),
+    ("dataset.sha256", {"dataset": {"id": f"sample/{TASK}", "sha256": {"topics.xml": "not hex"}}}),
+    ("dataset.sha256", {"dataset": {"id": f"sample/{TASK}", "sha256": {"/etc/passwd": "0" * 64}}}),
+    ("image_source", {"image_source": "archive:/etc/shadow"}),
+    ("task", {"task": "../../etc"}),
+]
+
+
+@pytest.mark.parametrize(("field", "changes"), FORBIDDEN, ids=[f"{f}-{i}" for i, (f, _) in enumerate(FORBIDDEN)])
+def test_a_job_asking_for_more_is_refused_naming_the_field(field, changes):
+    with pytest.raises(JobRefused) as caught:
+        admit(raw_job(**changes))
+    message = str(caught.value)
+    assert message.startswith(f"job field {field}") and "\n" not in message and len(message) < 600
+
+
+def test_a_job_may_lower_limits_but_not_pass_the_workers_maximum():
+    job = admit(raw_job(options={"timeout": "30s", "memory": "512m", "cpus": 0.5, "dataset_id": TASK}))
+    assert sandbox_options(job)["timeout"] == "30s"
+    assert sandbox_options(job)["user"] == "me" and sandbox_options(job)["network"] is None
+    with pytest.raises(JobRefused, match="options.memory: .* above this worker's maximum"):
+        admit(raw_job(), WorkerPolicy(memory=2**20))
+    with pytest.raises(JobRefused, match="id"):
+        admit(raw_job(id="job-" + "0" * 24))
+
+
+def test_sandbox_options_never_pass_what_a_job_may_not_carry():
+    from sharedtask.executor import DatasetRef, Job
+
+    job = Job(TASK, "tiny", "x", IMAGE_ID, None, DatasetRef(f"sample/{TASK}"), options={"network": "host"})
+    with pytest.raises(SharedTaskError, match="options.network"):
+        sandbox_options(job)
+
+
+def _container_creates(docker_client, since: float, images: set[str]) -> list[dict]:
+    until = time.time() + 1
+    found = []
+    for event in docker_client.events(since=since, until=until, decode=True, filters={"type": "container",
+                                                                                        "event": "create"}):
+        if (event.get("Actor") or {}).get("Attributes", {}).get("image") in images:
+            found.append(event)
+    return found
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_job_injected_into_the_broker_is_refused_and_never_runs(docker_client, broker, workers, tiny_image,
+                                                                  tmp_path):
+    workers(broker, "wtrust")
+    executor = CeleryExecutor(broker.url)
+    good = job_for(docker_client, tiny_image, "cp /run.txt $outputDir/run.txt").to_json()
+    images = {tiny_image, good["image_id"]}
+    since = time.time() - 1
+    sent = []
+    for n, (field, changes) in enumerate(FORBIDDEN):
+        payload = {**{k: v for k, v in good.items() if k != "id"}, **changes}
+        if "options" in changes:
+            payload["options"] = {**good["options"], **changes["options"]}
+        task_id = f"injected-{n}-{uuid.uuid4().hex[:8]}"
+        executor.app.send_task(TASK_NAME, args=[payload], task_id=task_id, queue=executor.queue)
+        sent.append((field, task_id))
+    for field, task_id in sent:
+        meta = wait_for(lambda: (m := executor.app.backend.get_task_meta(task_id))["status"] == "SUCCESS" and m, 120)
+        result = JobResult.from_json(meta["result"])
+        assert (result.state, result.status) == ("refused", "refused"), (field, result)
+        assert f"job field {field}" in result.message and "wtrust refused" in result.message
+    assert not _container_creates(docker_client, since, images)  # nothing ran for any of them
+    # The control: the same worker runs a well-formed job, and its container is seen.
+    result = executor.submit(job_for(docker_client, tiny_image, "cp /run.txt $outputDir/run.txt"),
+                             tmp_path / "out" / "good").result(timeout=120)
+    assert (result.state, result.status) == ("done", "success")
+    assert len(_container_creates(docker_client, since, images)) == 1
+    executor.close()
