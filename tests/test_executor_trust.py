@@ -127,3 +127,50 @@ def test_a_job_injected_into_the_broker_is_refused_and_never_runs(docker_client,
     assert (result.state, result.status) == ("done", "success")
     assert len(_container_creates(docker_client, since, images)) == 1
     executor.close()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_link_in_one_teams_output_fails_that_run_and_the_batch_lands(broker, workers, tiny_image, tmp_path,
+                                                                      capsys):
+    import yaml
+
+    from sharedtask.cli import main
+
+    submissions = tmp_path / "submissions.yml"
+    copy = "cp /run.txt $outputDir/run.txt"
+    submissions.write_text(yaml.safe_dump({"version": 1, "submissions": {
+        "team-a": {"image": tiny_image, "command": copy, "tasks": [TASK]},
+        "team-evil": {"image": tiny_image, "command": f"{copy}; busybox ln -s /etc/passwd $outputDir/x",
+                      "tasks": [TASK]},
+        "team-b": {"image": tiny_image, "command": f"echo b; {copy}", "tasks": [TASK]},
+    }}))
+    workers(broker, "wland")
+    out = tmp_path / "out"
+    args = ["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines", "--broker", broker.url,
+            "--out", str(out)]
+    for _ in range(2):  # and again on the same folder: the refusal is reported again, nothing aborts
+        assert main(args) == 1
+        capsys.readouterr()
+        board = json.loads((out / TASK / "leaderboard.json").read_text())
+        assert sorted(r["run"] for r in board["runs"]) == ["team-a", "team-b"]
+        (evil,) = board["not_scored"]
+        assert evil["run"] == "team-evil" and "'output/x', a symbolic link to '/etc/passwd'" in evil["reason"]
+        for team in ("team-a", "team-b"):
+            assert (out / TASK / team / "output" / "run.txt").read_bytes() == REFERENCE.read_bytes()
+        assert sorted(p.name for p in (out / TASK / "team-evil").iterdir()) == ["job-result.json"]
+        assert json.loads((out / TASK / "team-evil" / "job-result.json").read_text())["state"] == "failed"
+        assert not [p for p in (out / TASK).iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_a_workers_result_names_no_path_the_coordinator_opens():
+    raw = {"state": "done", "status": "success", "message": "", "worker": "w",
+           "validation": {"status": "valid", "run_file": "../../../etc/passwd"}, "record": {}}
+    result = JobResult.from_worker(raw, "job-" + "1" * 24)
+    assert result.state == "failed" and "not a plain name inside output/" in result.message
+    for bad in ("/etc/passwd", "a/b", "..", ".", "", "x\x00"):
+        assert JobResult.from_worker({**raw, "validation": {"run_file": bad}}, "j").state == "failed"
+    ok = JobResult.from_worker({**raw, "validation": {"status": "valid", "run_file": "run.txt"}}, "j")
+    assert ok.relocated(Path("/runs/a")).validation["run_file"] == "/runs/a/output/run.txt"
+    assert JobResult.from_worker({**raw, "state": "hacked"}, "j").state == "failed"
+    assert JobResult.from_worker({**raw, "job_id": "other"}, "j").job_id == "j"
