@@ -115,7 +115,7 @@ def _dataset(raw: Any) -> DatasetRef:
 
 
 def _image_source(raw: Any, image_id: str) -> str | None:
-    """``archive:<path or URL>`` whose file is ``<image id hex>.tar`` (what ``--images-dir`` writes),
+    """``archive:<path or URL>`` whose file is ``<64 hex>.tar`` (what ``--images-dir`` writes),
     or ``registry:<name>@sha256:<digest>``: a job cannot make a worker load an arbitrary file."""
     if raw is None:
         return None
@@ -126,9 +126,10 @@ def _image_source(raw: Any, image_id: str) -> str | None:
             raise _refuse("image_source", "a registry source must be NAME@sha256:DIGEST")
         return text
     if kind == "archive":
-        name = location.rstrip("/").rsplit("/", 1)[-1]
-        if name != image_id.split(":")[-1] + ".tar" or "/../" in location or location.endswith("/.."):
-            raise _refuse("image_source", "an archive source must name <image id hex>.tar, as --images-dir writes it")
+        name = location.rsplit("/", 1)[-1]
+        if not re.fullmatch(r"[0-9a-f]{64}\.tar", name) or "/../" in location or location.startswith("../"):
+            raise _refuse("image_source", "an archive source must name <image id hex>.tar, as --images-dir writes it "
+                                          "(the loaded image's id is checked after)")
         return text
     raise _refuse("image_source", "must start with archive: or registry:")
 
