@@ -11,7 +11,7 @@ import datetime as dt
 import importlib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,10 @@ def run(
     )
     policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
                     runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
+    if policy.runtime == "runc":
+        from sharedtask.sandbox.seccomp import profile as seccomp_profile
+
+        policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
