@@ -174,3 +174,51 @@ def test_a_workers_result_names_no_path_the_coordinator_opens():
     assert ok.relocated(Path("/runs/a")).validation["run_file"] == "/runs/a/output/run.txt"
     assert JobResult.from_worker({**raw, "state": "hacked"}, "j").state == "failed"
     assert JobResult.from_worker({**raw, "job_id": "other"}, "j").job_id == "j"
+
+
+def _archive(*members: tuple[str, bytes | None, bytes]) -> tuple[str, str]:
+    """A worker's archive from (name, tar type or None for a file, content or link target)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, kind, data in members:
+            info = tarfile.TarInfo(name)
+            if kind is None:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.type = kind
+                if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+                    info.linkname = data.decode()
+                tar.addfile(info)
+    raw = buffer.getvalue()
+    return base64.b64encode(raw).decode(), hashlib.sha256(raw).hexdigest()
+
+
+HOSTILE = [
+    ("output/x', a symbolic link to '/etc/passwd", [("output/x", tarfile.SYMTYPE, b"/etc/passwd")]),
+    ("output/x', a symbolic link to 'run.txt", [("output/run.txt", None, b"1"), ("output/x", tarfile.SYMTYPE,
+                                                                               b"run.txt")]),
+    ("output/h', a hard link", [("output/run.txt", None, b"1"), ("output/h", tarfile.LNKTYPE, b"output/run.txt")]),
+    ("output/null', a character device", [("output/null", tarfile.CHRTYPE, b"")]),
+    ("output/disk', a block device", [("output/disk", tarfile.BLKTYPE, b"")]),
+    ("output/fifo', a FIFO", [("output/fifo", tarfile.FIFOTYPE, b"")]),
+    ("/etc/cron.d/x', an absolute or escaping path", [("/etc/cron.d/x", None, b"* * * * * root sh")]),
+    ("../x', an absolute or escaping path", [("../x", None, b"x")]),
+    ("output/../../x', an absolute or escaping path", [("output/../../x", None, b"x")]),
+    ("twice", [("output/run.txt", None, b"1"), ("output/run.txt", None, b"2")]),
+    ("as a file and a folder", [("output/a", None, b"1"), ("output/a/b", None, b"2")]),
+    ("more than 100 bytes", [("output/big", None, b"x" * 101)]),
+]
+
+
+@pytest.mark.parametrize(("named", "members"), HOSTILE, ids=[str(i) for i in range(len(HOSTILE))])
+def test_a_hostile_archive_fails_with_the_member_named_and_nothing_lands(tmp_path, named, members):
+    from sharedtask.executor.transfer import LandingRefused, land
+
+    archive, digest = _archive(*members)
+    run_dir = tmp_path / "runs" / "team"
+    with pytest.raises(LandingRefused) as caught:
+        land(archive, digest, run_dir, extra={"job-result.json": "{}"}, max_bytes=100)
+    assert named in str(caught.value) and "\n" not in str(caught.value)
+    assert list((tmp_path / "runs").iterdir()) == []  # no run folder, no staging left
+    assert not (tmp_path / "etc").exists() and not (tmp_path / "x").exists()

@@ -37,6 +37,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]+")  # a label: any text without control characters
 # docker's reference grammar, loosely: [host[:port]/]path[:tag][@sha256:hex]
 _IMAGE_REF = re.compile(r"[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?", re.IGNORECASE)
 
@@ -197,7 +198,7 @@ def _options(raw: Any, task: Any, policy: WorkerPolicy) -> dict[str, Any]:
             raise _refuse(f"options.{field}", f"{_show(field, value)} is above this worker's maximum "
                                                f"({_show(field, own)})")
     if raw.get("dataset_id") is not None:
-        _text(raw["dataset_id"], "options.dataset_id", pattern=_NAME)
+        _text(raw["dataset_id"], "options.dataset_id", pattern=_PRINTABLE)
     if raw.get("cpu") is not None and raw["cpu"] not in PROFILES:
         raise _refuse("options.cpu", f"{str(raw['cpu'])[:40]!r} is not a CPU profile ({', '.join(PROFILES)})")
     if raw.get("read_only_root") is not None and not isinstance(raw["read_only_root"], bool):
@@ -227,7 +228,7 @@ def admit(raw: Any, policy: WorkerPolicy | None = None) -> Job:
     command = raw.get("command")
     if command is not None:
         _text(command, "command", MAX_COMMAND)
-    job = Job(task=task_id, software=_text(raw.get("software"), "software", pattern=_NAME),
+    job = Job(task=task_id, software=_text(raw.get("software"), "software", pattern=_PRINTABLE),
               image=_text(raw.get("image"), "image", pattern=_IMAGE_REF), image_id=image_id, command=command,
               dataset=_dataset(raw.get("dataset")), image_source=_image_source(raw.get("image_source"), image_id),
               options=_options(raw.get("options", {}), task, policy))
