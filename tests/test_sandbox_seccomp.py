@@ -64,3 +64,20 @@ def test_io_uring_is_blocked_in_the_sandbox_and_normal_runs_pass(docker_client, 
                                        remove=True, network_mode="none", cap_drop=["ALL"])
     fd, errno, _ = out.decode().split()
     assert int(fd) >= 0 or errno in ("1", "38")
+
+
+def test_an_organizers_profile_is_taken_with_io_uring_refused_and_an_allow_all_one_is_not(tmp_path, monkeypatch):
+    from sharedtask.sandbox import seccomp
+
+    given = tmp_path / "default.json"
+    given.write_text(json.dumps({"defaultAction": "SCMP_ACT_ERRNO",
+                                 "syscalls": [{"names": ["read", "io_uring_enter"], "action": "SCMP_ACT_ALLOW"}]}))
+    monkeypatch.setenv(seccomp.ENV, str(given))
+    monkeypatch.setattr(seccomp, "_known", {})
+    chosen = seccomp.profile(client=None)
+    assert chosen.description.startswith("sharedtask") and chosen.path == str(given)
+    assert json.loads(chosen.json)["syscalls"][0]["names"] == ["read"]
+    given.write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []}))
+    monkeypatch.setattr(seccomp, "_known", {})
+    fallback = seccomp.profile(client=None)
+    assert fallback.json is None and "io_uring allowed" in fallback.description and "allows every" in fallback.description
