@@ -91,7 +91,13 @@ class CeleryHandle:
             reason = f"{type(payload).__name__}: {payload}" if isinstance(payload, BaseException) else str(payload)
             return JobResult(self.job.id, FAILED, "error", f"the worker failed: {reason}"[:2000], "?",
                              run_dir=None)
-        payload = dict(payload)
+        try:
+            return self._land(dict(payload))
+        except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:  # a malformed result
+            return self._failed(JobResult(self.job.id, FAILED, "error", "", "?"),
+                                f"the worker's result is malformed ({exc.__class__.__name__})", final=True)
+
+    def _land(self, payload: dict[str, Any]) -> JobResult:
         archive, digest = payload.pop("archive", None), payload.pop("archive_sha256", None)
         result = JobResult.from_worker(payload, self.job.id)
         if archive is None or result.state == REFUSED:
