@@ -36,12 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
     limits = parser.add_argument_group("this worker's maxima (a job may ask for less than its task's limits, "
                                        "never for more than these)")
-    limits.add_argument("--max-memory", metavar="SIZE", help="e.g. 8g")
-    limits.add_argument("--max-cpus", type=float, metavar="N")
-    limits.add_argument("--max-timeout", metavar="DURATION", help="e.g. 2h")
-    limits.add_argument("--max-pids", type=int, metavar="N")
-    limits.add_argument("--max-output", metavar="SIZE")
-    limits.add_argument("--max-disk", metavar="SIZE")
+    limits.add_argument("--max-memory", metavar="SIZE", help="most memory a run may get here, e.g. 8g")
+    limits.add_argument("--max-cpus", type=float, metavar="N", help="most CPUs a run may get here")
+    limits.add_argument("--max-timeout", metavar="DURATION", help="longest wall-clock time of a run here, e.g. 2h")
+    limits.add_argument("--max-pids", type=int, metavar="N", help="most processes of a run here")
+    limits.add_argument("--max-output", metavar="SIZE", help="most bytes a run may write to $outputDir here")
+    limits.add_argument("--max-disk", metavar="SIZE", help="most bytes a run may write to its container's disk here")
     parser.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="Celery's log level (default: WARNING)")
     parser.set_defaults(func=_run)

@@ -173,10 +173,6 @@ def run(
     )
     policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
                     runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
-    if policy.runtime == "runc":
-        from sharedtask.sandbox.seccomp import profile as seccomp_profile
-
-        policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
@@ -189,6 +185,10 @@ def run(
         input_path = Path(input_dir)
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    if policy.runtime == "runc":  # after the usage checks: their messages come before Docker's
+        from sharedtask.sandbox.seccomp import profile as seccomp_profile
+
+        policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
     run_path = Path(input_run) if input_run is not None else None
     created: Path | None = None
     if output_dir is None:
