@@ -16,7 +16,7 @@ from sharedtask.executor import DatasetRef, Job, JobResult
 from sharedtask.executor.base import landed, write_result
 from sharedtask.executor.datasets import check, file_digests, locate
 from sharedtask.executor.remote import _safe
-from sharedtask.executor.transfer import land, pack
+from sharedtask.executor.transfer import LandingRefused, land, pack
 
 JOB = Job(task="touche-2021-task1", software="team-a", image="team-a/run:1", image_id="sha256:" + "a" * 64,
           command="python /app/run.py", dataset=DatasetRef("sample/touche-2021-task1", {"topics.xml": "0" * 64}))
@@ -52,7 +52,6 @@ def test_a_run_folder_travels_whole_and_lands_in_one_rename(tmp_path):
     (src / "output" / "deep").mkdir(parents=True)
     (src / "output" / "run.txt").write_bytes(b"1 Q0 d1 1 1.0 t\n")
     (src / "output" / "deep" / "x.bin").write_bytes(os.urandom(3000))
-    (src / "output" / "link").symlink_to("run.txt")
     (src / "stdout.log").write_text("hello\n")
     os.mkfifo(src / "output" / "fifo")  # a container can leave one: it is not sent
     archive, digest = pack(src)
@@ -63,6 +62,11 @@ def test_a_run_folder_travels_whole_and_lands_in_one_rename(tmp_path):
     expected = {k: v for k, v in _tree(src).items() if k != "output/fifo"}
     assert _tree(dest) == {**expected, "job-result.json": b"{}"}
     assert [p.name for p in dest.parent.iterdir()] == ["team-a"]  # no staging folder, no old run
+    (src / "output" / "link").symlink_to("run.txt")  # even a link inside the folder: the run fails (issue 26)
+    archive, digest = pack(src)
+    with pytest.raises(LandingRefused, match="'output/link', a symbolic link"):
+        land(archive, digest, dest)
+    assert _tree(dest) == {**expected, "job-result.json": b"{}"}  # the previous landing stays as it was
 
 
 def test_a_damaged_archive_is_refused_before_a_byte_lands(tmp_path):
@@ -86,7 +90,7 @@ def test_an_archive_that_escapes_its_folder_is_refused_and_nothing_stays(tmp_pat
     data = buffer.getvalue()
     import hashlib
 
-    with pytest.raises(tarfile.TarError):
+    with pytest.raises(LandingRefused, match="output/evil.*symbolic link to '/etc/passwd'"):
         land(base64.b64encode(data).decode(), hashlib.sha256(data).hexdigest(), tmp_path / "runs" / "x")
     assert list((tmp_path / "runs").iterdir()) == []
 

@@ -259,7 +259,10 @@ def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState |
                 on_state(by_job[job_id], *state)
             last[job_id] = state
             if handle.done():
-                results[job_id] = handle.result()
+                try:
+                    results[job_id] = handle.result()
+                except SharedTaskError as exc:  # one run's fault (its outputs, its worker): not the batch's
+                    results[job_id] = JobResult(job_id, FAILED, "error", str(exc), "?", run_dir=handle.run_dir)
                 pending.remove(job_id)
         if pending and not getattr(handles[pending[0]], "lazy", False):
             time.sleep(0.2)

@@ -103,6 +103,125 @@ def _image(record: dict[str, Any]) -> str:
                           hint="build or pull the image first (`sharedtask baseline build`)")
 
 
+class RecordRefused(SharedTaskError):
+    """A run record that asks for more than its task's policy grants (a crafted or edited record)."""
+
+
+TRUST_HINT = "pass --trust-record to honour the record as it is"
+
+
+def _refuse(field: str, value: Any, why: str) -> RecordRefused:
+    shown = repr(value) if len(repr(value)) <= 120 else repr(value)[:120] + "…"
+    return RecordRefused(f"the run record asks for {field} {shown}, {why}: reproduce re-runs under the task's "
+                         f"policy", hint=TRUST_HINT)
+
+
+def _is_root(user: Any) -> bool:
+    return isinstance(user, str) and user.split(":")[0].strip() in ("0", "root")
+
+
+def _limits(recorded: Any, task: Task) -> dict[str, Any]:
+    """The recorded limits when each is a number at most the task's; else a refusal naming it."""
+    from sharedtask.sandbox.policy import Limits
+
+    if not isinstance(recorded, dict):
+        raise _refuse("policy.limits", recorded, "not an object of limits")
+    spec = Limits.from_spec(task.sandbox)
+    out: dict[str, Any] = {}
+    for field in ("memory", "cpus", "timeout", "pids", "max_output", "disk"):
+        value = recorded.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise _refuse(f"policy.limits.{field}", value, "not a positive number")
+        if value > getattr(spec, field):
+            raise _refuse(f"policy.limits.{field}", value, f"above the task's {getattr(spec, field):g}")
+        out[field] = int(value) if field in ("memory", "pids", "max_output", "disk") else float(value)
+    return out
+
+
+def _dataset_folder(recorded: Any, task: Task) -> Path:
+    """The recorded input folder when it is the task's sample or a dataset of the data store."""
+    from sharedtask.data.store import store_root
+
+    path = Path(recorded) if isinstance(recorded, str) and recorded else None
+    if path is None:
+        raise _refuse("dataset.input_dir", recorded, "not a folder")
+    resolved = path.resolve()
+    store = (store_root() / "datasets").resolve()
+    if resolved == (task.sample_dir / "input").resolve() or (resolved.is_relative_to(store)
+                                                             and resolved.name == "input"):
+        return resolved
+    raise RecordRefused(f"the run record's dataset.input_dir {str(path)[:200]!r} is neither the task's sample "
+                        "nor a dataset of the data store: reproduce mounts only those",
+                        hint="pass --dataset DIR to name the dataset yourself, or --trust-record")
+
+
+def run_options(record: dict[str, Any], task: Task, *, trust: bool = False, input_dir: Path | None = None,
+                input_run: Path | None = None) -> dict[str, Any]:
+    """The keyword arguments of :func:`sharedtask.sandbox.run` for a re-run of ``record``.
+
+    Mounts, network and user come from the task's policy, not from the record: the
+    dataset is the task's sample, a data-store dataset or the folder the caller names,
+    there is no input run unless the caller names one, no network, and the caller's own
+    user. A record that asks for more (an input run, a network, root, another runtime,
+    limits above the task's) is refused with one line naming the field, unless ``trust``.
+    """
+    from sharedtask.sandbox.policy import RUNTIMES
+
+    policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
+    dataset = record.get("dataset") if isinstance(record.get("dataset"), dict) else {}
+    network = policy.get("network")
+    user = policy.get("user")
+    runtime = policy.get("runtime") or task.sandbox.runtime
+    recorded_run = dataset.get("input_run")
+    dataset_id = dataset.get("id")
+    options: dict[str, Any] = {
+        "dataset_id": dataset_id[:200] if isinstance(dataset_id, str) else None,
+        "read_only_root": bool(policy.get("read_only_root", False)),
+    }
+    if trust:
+        options.update(_trusted_limits(policy.get("limits")), runtime=runtime,
+                       network=None if network in (None, "none") else network,
+                       user=None if user in (None, "image default") else user,
+                       input_run=input_run or (Path(recorded_run) if recorded_run else None),
+                       input_dir=input_dir or Path(str(dataset.get("input_dir") or "/nonexistent")))
+        return options
+    if network not in (None, "none"):
+        raise _refuse("policy.network", network, "not 'none'")
+    if _is_root(user):
+        raise _refuse("policy.user", user, "root")
+    if runtime not in RUNTIMES or runtime not in (task.sandbox.runtime, "runsc"):
+        raise _refuse("policy.runtime", runtime, f"not the task's runtime ({task.sandbox.runtime}) or runsc")
+    if recorded_run and input_run is None:
+        raise RecordRefused(f"the run record asks for dataset.input_run {str(recorded_run)[:200]!r}: reproduce "
+                            "mounts no input run it was not given",
+                            hint="pass --input-run DIR to name it yourself, or --trust-record")
+    options.update(_limits(policy.get("limits") or {}, task), runtime=runtime, network=None, user="me",
+                   input_run=input_run,
+                   input_dir=input_dir if input_dir is not None else _dataset_folder(dataset.get("input_dir"), task))
+    return options
+
+
+def _trusted_limits(recorded: Any) -> dict[str, Any]:
+    if not isinstance(recorded, dict):
+        return {}
+    return {k: recorded[k] for k in ("memory", "cpus", "timeout", "pids", "max_output", "disk")
+            if recorded.get(k) is not None}
+
+
+def _own_original(record: dict[str, Any], task: Task) -> Path:
+    """The run file next to the record (``<record folder>/output``), found without following a link."""
+    from sharedtask.sandbox.outputs import check_run_file
+
+    folder = Path(record["_path"]).parent / "output"
+    check = check_run_file(folder, task.output.file, task.output.run_bytes_bound)
+    if not check.ok or check.path is None:
+        raise SharedTaskError(f"no original run next to the record: {check.reason}",
+                              hint="keep run-record.json beside its output/ folder, or pass --trust-record")
+    return check.path
+
+
 def reproduce_record(
     record_path: Path,
     *,
@@ -113,38 +232,39 @@ def reproduce_record(
     p: float = RBO_P,
     observer: Any = None,
     cpu: str | None = None,
+    trust_record: bool = False,
+    input_dir: Path | None = None,
+    input_run: Path | None = None,
 ) -> Reproduction:
-    """Re-run the run of ``record_path`` with the same image, command, dataset and limits; compare.
+    """Re-run the run of ``record_path`` with the same image, command and dataset under the task's policy.
 
-    Truth: ``qrels``/``truth_dir``, else the task sample's truth when the run was on the sample.
-    ``cpu``: the CPU profile of the re-run (default: the recorded one). When the runs are not
-    identical, :attr:`Reproduction.cpu_note` says how the two CPUs differed.
+    Mounts, network and user are re-derived (:func:`run_options`); ``trust_record``
+    honours the record as it is. Truth: ``qrels``/``truth_dir``, else the task sample's
+    truth when the run was on the sample. ``cpu``: the CPU profile of the re-run (default:
+    the recorded one). When the runs are not identical, :attr:`Reproduction.cpu_note`
+    says how the two CPUs differed.
     """
     from sharedtask.sandbox.cpu import difference
     from sharedtask.sandbox import run as sandbox_run
 
     record = _read_record(Path(record_path))
+    if not isinstance(record["task"], str) or len(record["task"]) > 200:
+        raise SharedTaskError(f"{record['_path']}: not a sharedtask run record (task)")
     task = load_task(record["task"])
-    original = _original_run(record, task)
-    input_dir = Path(record["dataset"].get("input_dir") or "")
+    options = run_options(record, task, trust=trust_record, input_dir=input_dir, input_run=input_run)
+    original = _original_run(record, task) if trust_record else _own_original(record, task)
+    input_dir = options.pop("input_dir")
     if not input_dir.is_dir():
-        raise SharedTaskError(f"the recorded dataset folder {input_dir} is not here",
-                              hint="reproduce on the machine that holds the dataset")
+        raise SharedTaskError(f"the dataset folder {input_dir} is not here",
+                              hint="reproduce on the machine that holds the dataset, or pass --dataset DIR")
     if qrels is None and truth_dir is None and input_dir.resolve() == (task.sample_dir / "input").resolve():
         truth_dir = task.sample_dir / "truth"
-    limits = (record.get("policy") or {}).get("limits") or {}
-    network = (record.get("policy") or {}).get("network")
     image = _image(record)
-    outcome = sandbox_run(
-        task, image, command=record.get("command"), input_dir=input_dir,
-        input_run=(record["dataset"].get("input_run") or None), output_dir=output_dir,
-        memory=limits.get("memory"), cpus=limits.get("cpus"), timeout=limits.get("timeout"),
-        pids=limits.get("pids"), max_output=limits.get("max_output"), disk=limits.get("disk"),
-        runtime=(record.get("policy") or {}).get("runtime"),
-        network=None if network in (None, "none") else network,
-        cpu=cpu or (record.get("policy") or {}).get("cpu_profile"),
-        dataset_id=record["dataset"].get("id"), observer=observer,
-    )
+    command = record.get("command")
+    if command is not None and not isinstance(command, str):
+        raise SharedTaskError(f"{record['_path']}: the recorded command is not a string")
+    outcome = sandbox_run(task, image, command=command, input_dir=input_dir, output_dir=output_dir,
+                          cpu=cpu or (record.get("policy") or {}).get("cpu_profile"), observer=observer, **options)
     rep_dir = outcome.request.output_dir
     if not outcome.ok:
         return Reproduction(record.get("task"), task, original, rep_dir, outcome, None,

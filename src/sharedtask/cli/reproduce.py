@@ -1,6 +1,6 @@
 """``sharedtask reproduce``: re-run recorded software and compare with the original run.
 
-    sharedtask reproduce RECORD [--output DIR] [--qrels F | --truth DIR] [thresholds] [--cpu-profile NAME] [--json]
+    sharedtask reproduce RECORD [--trust-record] [--dataset DIR] [--input-run DIR] [--output DIR] [--qrels F | --truth DIR] [thresholds] [--cpu-profile NAME] [--json]
     sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--out DIR] [--report FILE]
                                [--cpu-profile NAME] [--json]
 
@@ -33,6 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("record", nargs="?", type=Path, metavar="RECORD",
                    help="run-record.json of the run to reproduce (or the folder holding it)")
     p.add_argument("--output", type=Path, metavar="DIR", help="output folder of the re-run (must be empty)")
+    p.add_argument("--trust-record", action="store_true",
+                   help="honour the record's mounts, network, user, runtime and limits as recorded (by default "
+                        "they come from the task's policy and a record asking for more is refused)")
+    p.add_argument("--dataset", type=Path, metavar="DIR",
+                   help="the dataset's input folder (default: the recorded one when it is the task's sample or "
+                        "a dataset of the data store)")
+    p.add_argument("--input-run", type=Path, metavar="DIR",
+                   help="the input run to mount (a recorded input run is never mounted without this or --trust-record)")
     p.add_argument("--all", action="store_true", help="every baseline of the manifest on its tasks' samples")
     p.add_argument("--update", action="store_true", help="with --all: store the new runs as the references")
     p.add_argument("--task", action="append", metavar="ID", help="with --all: only these tasks (repeatable)")
@@ -55,12 +63,15 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("give either RECORD or --all", hint="sharedtask reproduce RECORD | --all")
     if args.update and not args.all:
         raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
+    if args.all and (args.trust_record or args.dataset or args.input_run):
+        raise SharedTaskError("--trust-record, --dataset and --input-run are for one RECORD, not --all")
     if args.all:
         return _all(args)
     from sharedtask.reproduce import reproduce_record
 
     rep = reproduce_record(args.record, output_dir=args.output, qrels=args.qrels, truth_dir=args.truth,
-                           thresholds=thresholds(args), p=args.rbo_p, cpu=args.cpu_profile)
+                           thresholds=thresholds(args), p=args.rbo_p, cpu=args.cpu_profile,
+                           trust_record=args.trust_record, input_dir=args.dataset, input_run=args.input_run)
     if rep.comparison is None:
         if args.json:
             print(json.dumps({"verdict": "failed", "error": rep.error, "output": str(rep.reproduced_dir)}, indent=2))

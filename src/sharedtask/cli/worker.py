@@ -34,6 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
     parser.add_argument("--visibility-timeout", type=float, metavar="S",
                         help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
+    limits = parser.add_argument_group("this worker's maxima (a job may ask for less than its task's limits, "
+                                       "never for more than these)")
+    limits.add_argument("--max-memory", metavar="SIZE", help="most memory a run may get here, e.g. 8g")
+    limits.add_argument("--max-cpus", type=float, metavar="N", help="most CPUs a run may get here")
+    limits.add_argument("--max-timeout", metavar="DURATION", help="longest wall-clock time of a run here, e.g. 2h")
+    limits.add_argument("--max-pids", type=int, metavar="N", help="most processes of a run here")
+    limits.add_argument("--max-output", metavar="SIZE", help="most bytes a run may write to $outputDir here")
+    limits.add_argument("--max-disk", metavar="SIZE", help="most bytes a run may write to its container's disk here")
     parser.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="Celery's log level (default: WARNING)")
     parser.set_defaults(func=_run)
@@ -76,6 +84,23 @@ def _run(args: argparse.Namespace) -> int:
         events.emit("scratch-removed", worker=name, count=len(stale), folders=",".join(f.name for f in stale))
     config = WorkerConfig(broker=args.broker, name=name,
                           data_root=args.data_root.resolve() if args.data_root else None,
-                          work_dir=work, visibility_timeout=args.visibility_timeout)
+                          work_dir=work, visibility_timeout=args.visibility_timeout, policy=_policy(args))
     start_worker(config, queue=args.queue, concurrency=args.concurrency, loglevel=args.loglevel)
     return 0
+
+
+def _policy(args: argparse.Namespace):
+    """The worker's own maxima from ``--max-*`` (each checked as ``sharedtask run`` checks it)."""
+    from sharedtask.executor.admission import WorkerPolicy
+    from sharedtask.sandbox.policy import parse_duration
+    from sharedtask.units import parse_size
+
+    for flag in ("max_cpus", "max_pids"):
+        value = getattr(args, flag)
+        if value is not None and not value > 0:
+            raise SharedTaskError(f"--{flag.replace('_', '-')} must be positive, not {value:g}")
+    size = lambda v, what: None if v is None else parse_size(v, what)  # noqa: E731
+    return WorkerPolicy(memory=size(args.max_memory, "--max-memory"), cpus=args.max_cpus,
+                        timeout=None if args.max_timeout is None else parse_duration(args.max_timeout),
+                        pids=args.max_pids, max_output=size(args.max_output, "--max-output"),
+                        disk=size(args.max_disk, "--max-disk"))

@@ -15,8 +15,10 @@ holds, so a failure never leaves a half-written file where a dataset is read.
 from __future__ import annotations
 
 import json
+import errno
 import os
 import shutil
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,14 +127,16 @@ def _check(f: DataFile, got: dict[str, str], what: str, byte_copy: bool = True) 
                                        "nothing was kept")
 
 
-def _copy_hashed(src: Path, dest: Path, algorithms: tuple[str, ...], show_progress: bool) -> dict[str, str]:
-    """Copy ``src`` to ``dest`` and hash the bytes on the way (one read)."""
+def _copy_hashed(src: Path, dest: Path, algorithms: tuple[str, ...], show_progress: bool, *,
+                 untrusted: bool = False) -> dict[str, str]:
+    """Copy ``src`` to ``dest`` and hash the bytes on the way (one read); ``untrusted``: a file of
+    someone's folder, opened without following a link or blocking on a FIFO, and only if regular."""
     import hashlib
 
     hashers = {a: hashlib.new(a) for a in algorithms}
-    size = src.stat().st_size
-    with open(src, "rb") as fin, open(dest, "wb") as fout, \
-            byte_progress(f"copy {src.name}", size, enabled=show_progress and size > 64 << 20) as advance:
+    with (_open_regular(src) if untrusted else open(src, "rb")) as fin, open(dest, "wb") as fout, \
+            byte_progress(f"copy {src.name}", os.fstat(fin.fileno()).st_size,
+                          enabled=show_progress and os.fstat(fin.fileno()).st_size > 64 << 20) as advance:
         while block := fin.read(checksum.BLOCK):
             fout.write(block)
             for h in hashers.values():
@@ -313,8 +317,45 @@ def assemble(ds: Dataset, *, download: bool = False, mirror: str | None = None, 
 
 # --------------------------------------------------------------------------- import
 
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a folder" if stat.S_ISDIR(mode) else "not a regular file")
+
+
+def _not_regular(path: Path, mode: int) -> SharedTaskError:
+    return SharedTaskError(f"{path} is {_kind(mode)}: data import copies regular files only, and never reads "
+                           "anything outside the folder it is given",
+                           hint="replace it with the file itself (cp -L), or import from the folder that holds it")
+
+
+def _source_file(root: Path, path: Path) -> Path | None:
+    """``path`` when it is a regular file reached from ``root`` through real folders only (``lstat``
+    of every step); None when it is not there; a refusal naming a link, a FIFO or a device on the way."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return None
+    if ".." in parts:
+        raise SharedTaskError(f"{path} leaves the folder {root}: data import reads nothing outside it")
+    current = root
+    for i, part in enumerate(parts):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        last = i == len(parts) - 1
+        if stat.S_ISLNK(mode) or (last and not stat.S_ISREG(mode)) or (not last and not stat.S_ISDIR(mode)):
+            if not last and not stat.S_ISLNK(mode) and stat.S_ISREG(mode):
+                return None  # a file where a folder was expected: simply not there
+            raise _not_regular(current, mode)
+    return current
+
+
 def _candidates(f: DataFile, src: Path) -> list[Path]:
-    """Where a local copy of the organizers' release may hold ``f``."""
+    """Where a local copy of the organizers' release may hold ``f``: regular files below ``src``
+    only, reached without following a link (a link, a FIFO or a device there is refused)."""
     if src.is_file():
         return [src]
     names = [f.path]
@@ -327,11 +368,27 @@ def _candidates(f: DataFile, src: Path) -> list[Path]:
     if f.package:
         names.append(Path(f.package).name)
     for name in names:
-        hits = sorted(p for p in src.glob(name) if p.is_file()) if any(c in name for c in "*?[") else \
-            ([src / name] if (src / name).is_file() else [])
+        found = sorted(src.glob(name)) if any(c in name for c in "*?[") else [src / name]
+        hits = [hit for hit in (_source_file(src, p) for p in found) if hit is not None]
         if hits:
             return hits
     return []
+
+
+def _open_regular(path: Path) -> Any:
+    """``path`` opened for reading without following a link or blocking on a FIFO, checked regular."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_regular(path, stat.S_IFLNK) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(path, mode)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[str]:
@@ -340,6 +397,8 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
     Returns the targets imported."""
     if not src.exists():
         raise SharedTaskError(f"{src} does not exist", hint="give the folder of your copy of the official release")
+    if not src.is_dir() and not stat.S_ISREG(os.lstat(src).st_mode):
+        raise _not_regular(src, os.lstat(src).st_mode)
     imported: list[str] = []
     folder = dataset_dir(ds)
     for f in ds.files:
@@ -361,7 +420,7 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
             else:
                 tmp = _part(final)
                 try:
-                    got = _copy_hashed(hit, tmp, _algorithms(f, True), show_progress)
+                    got = _copy_hashed(hit, tmp, _algorithms(f, True), show_progress, untrusted=True)
                     _check(f, got, str(hit), byte_copy=not f.extract)
                 except BaseException:
                     tmp.unlink(missing_ok=True)

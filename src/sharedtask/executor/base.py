@@ -47,13 +47,58 @@ class JobResult:
         fields["run_dir"] = Path(raw["run_dir"]) if raw.get("run_dir") else None
         return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
 
+    @classmethod
+    def from_worker(cls, raw: Any, job_id: str) -> "JobResult":
+        """A worker's result, its fields checked and bounded: a worker ran a team's code and may lie.
+
+        The job id is the coordinator's own; a field of the wrong type or an unknown state
+        makes the result ``failed``; the run file is reduced to a plain name (see :func:`run_file_name`).
+        """
+        def text(value: Any, limit: int) -> str:
+            return value[:limit] if isinstance(value, str) else ""
+
+        if not isinstance(raw, dict):
+            return cls(job_id, FAILED, "error", "the worker's result is not an object", "?")
+        worker = text(raw.get("worker"), 200) or "?"
+        validation, record = raw.get("validation"), raw.get("record")
+        state = raw.get("state")
+        if state not in (DONE, FAILED, REFUSED) or not isinstance(validation, dict) or not isinstance(record, dict):
+            return cls(job_id, FAILED, "error", "the worker's result is malformed (state, validation or record)",
+                       worker)
+        validation = dict(validation)
+        if validation.get("run_file") is not None:
+            name = run_file_name(validation["run_file"])
+            if name is None:
+                shown = str(validation["run_file"])[:120]
+                return cls(job_id, FAILED, "error", f"the worker named the run file {shown!r}, not a plain "
+                                                    "name inside output/: not landed", worker)
+            validation["run_file"] = name
+        return cls(job_id, state, text(raw.get("status"), 100) or "error", text(raw.get("message"), 4000),
+                   worker, validation, record)
+
     def relocated(self, run_dir: Path) -> "JobResult":
-        """The same result for a run folder that now lives at ``run_dir`` (after landing)."""
+        """The same result for a run folder that now lives at ``run_dir`` (after landing): every
+        path is the coordinator's own, the run file a plain name below its ``output/``."""
         validation = dict(self.validation)
         if validation.get("run_file"):
-            validation["run_file"] = str(run_dir / "output" / validation["run_file"])
+            name = run_file_name(validation["run_file"])
+            if name is None:
+                return JobResult(self.job_id, FAILED, "error", "the run file is not a plain name inside output/",
+                                 self.worker, {}, {}, run_dir)
+            validation["run_file"] = str(run_dir / "output" / name)
         return JobResult(self.job_id, self.state, self.status, self.message, self.worker, validation,
                          relocated_record(self.record, run_dir), run_dir)
+
+
+def run_file_name(value: Any) -> str | None:
+    """The run file as one plain name inside ``output/`` (TIRA looks at the top only), else None.
+
+    A worker's ``run_file`` is a name, never a path the coordinator opens: ``run.txt`` or
+    ``run.txt.gz`` passes, ``/etc/passwd``, ``../x``, ``a/b`` and ``.`` do not.
+    """
+    if not isinstance(value, str) or not value or len(value) > 255 or "\x00" in value:
+        return None
+    return None if "/" in value or value in (".", "..") else value
 
 
 def relocated_record(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -146,13 +191,16 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
     """Run the job in the sandbox into ``run_dir`` (created, must not hold a run) and say how it ended.
 
     The one place every backend runs a job: :func:`sharedtask.sandbox.run` with the
-    task's limits and the job's overrides, the same call as ``sharedtask run``.
+    task's limits and the job's overrides, the same call as ``sharedtask run``. Only the
+    options of the closed job schema pass (:func:`~sharedtask.executor.admission.sandbox_options`).
     """
+    from sharedtask.executor.admission import sandbox_options
     from sharedtask.sandbox import run as sandbox_run
 
+    options = sandbox_options(job)  # user, network and input run are the worker's, never the job's
     run_dir.mkdir(parents=True, exist_ok=True)
     outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
-                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **job.options)
+                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **options)
     state = DONE if outcome.result.ok else FAILED
     record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
     outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -87,6 +87,8 @@ class WorkerConfig:
     data_root: Path | None
     work_dir: Path
     visibility_timeout: float
+    #: the worker's own maxima: a job may ask for less, never for more (executor/admission.py)
+    policy: Any = None
 
 
 _config: WorkerConfig | None = None
@@ -140,16 +142,23 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
     from sharedtask.dockerclient import docker_client
     from sharedtask.executor import datasets, images
+    from sharedtask.executor.admission import JobRefused, admit, safe_job_id
     from sharedtask.executor.base import JobResult, execute_in, portable, refused
     from sharedtask.executor.events import emit
-    from sharedtask.executor.job import FAILED, Job
+    from sharedtask.executor.job import FAILED, REFUSED
     from sharedtask.executor.scratch import new_scratch
     from sharedtask.executor.transfer import pack
     from sharedtask.sandbox.outputs import remove_tree
 
     config = _config
     assert config is not None, "run_job runs inside `sharedtask worker`"
-    job = Job.from_json(payload)
+    try:
+        job = admit(payload, config.policy)  # a closed schema: anything more is refused, never run
+    except JobRefused as exc:
+        ident = safe_job_id(payload)
+        reason = f"worker {config.name} refused the job: {str(exc).splitlines()[0]}"
+        emit("job-refused", worker=config.name, job=ident, reason=reason)
+        return JobResult(ident, REFUSED, "refused", reason, config.name).to_json()
     count = _deliveries(config, job.id)
     emit("job-received", worker=config.name, job=job.id, software=job.software, task=job.task, delivery=count)
     if count > MAX_DELIVERIES:

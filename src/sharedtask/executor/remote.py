@@ -9,6 +9,8 @@ broker that goes away for a while: the states are asked again until it is back.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from sharedtask.executor.base import JobResult, landed, write_result
 from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, KEY_PREFIX, RESULT_TTL, TASK_NAME,
                                             is_redis, make_app)
 from sharedtask.executor.job import DONE, FAILED, QUEUED, REFUSED, RUNNING, Job
-from sharedtask.executor.transfer import land
+from sharedtask.executor.transfer import LandingRefused, land
 from sharedtask.sandbox.record import RECORD_JSON
 
 POLL = 0.25  # s between two looks at a job's state
@@ -58,7 +60,10 @@ class CeleryHandle:
             node = str(info.get("hostname", "")) if isinstance(info, dict) else ""
             self._state = (RUNNING, node.partition("@")[2] or None)
         elif celery_state == "SUCCESS":
-            self._state = ((info or {}).get("state", DONE), (info or {}).get("worker"))
+            info = info if isinstance(info, dict) else {}
+            state, worker = info.get("state", DONE), info.get("worker")
+            self._state = (state if state in (DONE, FAILED, REFUSED) else FAILED,
+                           worker[:200] if isinstance(worker, str) else None)
         elif celery_state in ("FAILURE", "REVOKED"):
             self._state = (FAILED, None)
         return self._state
@@ -78,22 +83,74 @@ class CeleryHandle:
         return self._result
 
     def _collect(self) -> JobResult:
+        """The worker's result, landed in this coordinator's run folder; never raises for the run's
+        own faults (a damaged or hostile archive fails this run, not the batch)."""
         meta = self.executor.app.backend.get_task_meta(self.job.id)
         payload = meta.get("result")
         if meta.get("status") != "SUCCESS" or not isinstance(payload, dict):
             reason = f"{type(payload).__name__}: {payload}" if isinstance(payload, BaseException) else str(payload)
             return JobResult(self.job.id, FAILED, "error", f"the worker failed: {reason}"[:2000], "?",
                              run_dir=None)
+        try:
+            return self._land(dict(payload))
+        except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:  # a malformed result
+            return self._failed(JobResult(self.job.id, FAILED, "error", "", "?"),
+                                f"the worker's result is malformed ({exc.__class__.__name__})", final=True)
+
+    def _land(self, payload: dict[str, Any]) -> JobResult:
         archive, digest = payload.pop("archive", None), payload.pop("archive_sha256", None)
-        result = JobResult.from_json(payload)
-        if archive is None:
+        result = JobResult.from_worker(payload, self.job.id)
+        if archive is None or result.state == REFUSED:
             return result
+        if not isinstance(archive, str) or not isinstance(digest, str):
+            return self._failed(result, "the worker's archive is malformed")
         landed_result = result.relocated(self.run_dir)
         extra = {"job-result.json": write_result(self.run_dir, landed_result)}
         if landed_result.record:
             extra[RECORD_JSON] = json.dumps(landed_result.record, indent=2, ensure_ascii=False) + "\n"
-        land(archive, digest, self.run_dir, extra=extra)
+        max_bytes, max_entries = landing_bounds(self.job.task)
+        try:
+            land(archive, digest, self.run_dir, extra=extra, max_bytes=max_bytes, max_entries=max_entries)
+        except LandingRefused as exc:
+            return self._failed(result, f"the outputs were not landed: {exc}", final=True)
+        except SharedTaskError as exc:
+            return self._failed(result, str(exc))
+        run_file = landed_result.validation.get("run_file")
+        if run_file and not _regular(Path(run_file)):
+            return self._failed(result, f"the worker named the run file {Path(run_file).name!r}, which is not "
+                                        "a regular file in the landed output/", final=True)
         return landed_result
+
+    def _failed(self, result: JobResult, reason: str, *, final: bool = False) -> JobResult:
+        """This run failed on its way back; with ``final`` the reason is kept in its run folder
+        (``job-result.json`` alone) so that a restarted coordinator reports it again."""
+        failed = JobResult(self.job.id, FAILED, "error", reason[:2000], result.worker, run_dir=self.run_dir)
+        if final:
+            from sharedtask.sandbox.outputs import remove_tree
+
+            if self.run_dir.exists() or self.run_dir.is_symlink():
+                remove_tree(self.run_dir)
+            self.run_dir.mkdir(parents=True)
+            (self.run_dir / "job-result.json").write_text(write_result(self.run_dir, failed), encoding="utf-8")
+        return failed
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def landing_bounds(task_id: str) -> tuple[int, int]:
+    """Bytes and entries a run folder of ``task_id`` may unpack to: four times the task's output
+    limit (the walk that enforces it overshoots) plus both logs at their cap, and its entries."""
+    from sharedtask.sandbox.policy import Limits
+    from sharedtask.sandbox.runner import LOG_FILE_CAP
+    from sharedtask.spec import load_task
+
+    limits = Limits.from_spec(load_task(task_id).sandbox)
+    return 4 * limits.max_output + 2 * LOG_FILE_CAP + 32 * 2**20, limits.max_output_entries + 64
 
 
 class CeleryExecutor:

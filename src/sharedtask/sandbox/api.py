@@ -11,7 +11,7 @@ import datetime as dt
 import importlib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,10 @@ def run(
         input_path = Path(input_dir)
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    if policy.runtime == "runc":  # after the usage checks: their messages come before Docker's
+        from sharedtask.sandbox.seccomp import profile as seccomp_profile
+
+        policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
     run_path = Path(input_run) if input_run is not None else None
     created: Path | None = None
     if output_dir is None:

@@ -158,6 +158,8 @@ class Policy:
     runtime: str = "runc"
     #: the CPU profile (sharedtask.sandbox.cpu): which vector units numeric libraries may use
     cpu: str = "native"
+    #: the seccomp profile under runc (sharedtask.sandbox.seccomp.Profile); None: Docker's default
+    seccomp: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,7 +173,15 @@ class Policy:
             "no_new_privileges": True,
             "input_mount": "read-only",
             "tmp": "tmpfs (counts against the memory limit)",
+            "seccomp": self._seccomp_json(),
         }
+
+    def _seccomp_json(self) -> dict[str, Any]:
+        if self.runtime != "runc":
+            return {"profile": f"{self.runtime}'s own system call table"}
+        if self.seccomp is None:
+            return {"profile": "docker default"}
+        return {"profile": self.seccomp.description, "sha256": self.seccomp.sha256, "file": self.seccomp.path}
 
     def container_options(self) -> dict[str, Any]:
         """Keyword arguments for ``docker.containers.create`` that enforce this policy."""
@@ -200,4 +210,7 @@ class Policy:
             options["user"] = self.user
         if self.runtime != "runc":
             options["runtime"] = self.runtime
+        elif self.seccomp is not None and self.seccomp.json is not None:
+            # Replaces Docker's default: ours is that default with io_uring refused (sandbox/seccomp.py).
+            options["security_opt"] = [*options["security_opt"], f"seccomp={self.seccomp.json}"]
         return options

@@ -40,6 +40,9 @@ def reproduce_command(request: RunRequest, result: RunResult) -> str:
     for host, ip in (opts.get("extra_hosts") or {}).items():
         parts += ["--add-host", f"{host}:{ip}"]
     parts += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    seccomp = request.policy.seccomp if request.policy.runtime == "runc" else None
+    if seccomp is not None and seccomp.json is not None and seccomp.path:
+        parts += ["--security-opt", f"seccomp={seccomp.path}"]
     parts += ["--pids-limit", str(opts["pids_limit"]), "--memory", str(opts["mem_limit"]),
               "--memory-swap", str(opts["memswap_limit"]), "--cpus", f"{opts['nano_cpus'] / 1e9:g}"]
     if opts.get("read_only"):

@@ -1,0 +1,100 @@
+"""`sharedtask reproduce RECORD` trusts nothing in the record (issue 26, "Boundaries": records).
+
+Mounts, network and user are re-derived from the task's policy; a crafted record that asks
+for more is refused in one line naming the field and ``--trust-record``, and honoured
+with that flag. Real containers (the 2 MB busybox image of the distributed tests).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from distributed_helpers import REFERENCE, TASK, tiny_image  # noqa: F401 - fixture
+from sharedtask.cli import main
+from sharedtask.reproduce import RecordRefused, run_options
+from sharedtask.spec import load_task
+
+COMMAND = "cp /run.txt $outputDir/run.txt; ls $inputRun > $outputDir/seen.txt 2>&1; true"
+
+CRAFTED = [
+    ("dataset.input_run", lambda r: r["dataset"].update(input_run="/")),
+    ("dataset.input_dir", lambda r: r["dataset"].update(input_dir="/")),
+    ("policy.network", lambda r: r["policy"].update(network="host")),
+    ("policy.user", lambda r: r["policy"].update(user="0")),
+    ("policy.user", lambda r: r["policy"].update(user="root")),
+    ("policy.runtime", lambda r: r["policy"].update(runtime="kata")),
+    ("policy.limits.memory", lambda r: r["policy"]["limits"].update(memory=2**50)),
+    ("policy.limits.timeout", lambda r: r["policy"]["limits"].update(timeout=10**9)),
+]
+
+
+def _record() -> dict:
+    task = load_task(TASK)
+    return {"task": TASK, "image": {"id": "x"}, "command": "true",
+            "dataset": {"id": TASK, "input_dir": str(task.sample_dir / "input"), "input_run": None},
+            "policy": {"network": "none", "user": "10001:10001", "runtime": "runc", "read_only_root": False,
+                       "limits": {"memory": 2**30, "cpus": 1.0, "timeout": 60.0}}}
+
+
+@pytest.mark.parametrize(("field", "craft"), CRAFTED, ids=[f"{f}-{i}" for i, (f, _) in enumerate(CRAFTED)])
+def test_a_record_asking_for_more_is_refused_naming_the_field(field, craft):
+    task = load_task(TASK)
+    record = _record()
+    assert run_options(record, task)["network"] is None  # the honest record passes
+    craft(record)
+    with pytest.raises(RecordRefused) as caught:
+        run_options(record, task)
+    assert field in str(caught.value) and "--trust-record" in str(caught.value) and "\n" not in str(caught.value)
+    trusted = run_options(record, task, trust=True)  # honoured as recorded
+    assert trusted is not None
+
+
+def test_mounts_network_and_user_come_from_the_task_not_the_record():
+    record = _record()
+    record["policy"]["user"] = "image default"
+    options = run_options(record, load_task(TASK))
+    assert (options["user"], options["network"], options["input_run"]) == ("me", None, None)
+    assert options["input_dir"] == (load_task(TASK).sample_dir / "input").resolve()
+
+
+@pytest.mark.docker
+def test_a_crafted_record_is_refused_and_accepted_with_trust_record(docker_client, tiny_image, tmp_path, capsys):
+    from sharedtask.sandbox import run as sandbox_run
+
+    first = sandbox_run(TASK, tiny_image, command=COMMAND, output_dir=tmp_path / "a" / "output")
+    assert first.ok
+    record = json.loads(first.record_path.read_text())
+    assert main(["reproduce", str(first.record_path), "--output", str(tmp_path / "b" / "output"), "--json"]) == 0
+    capsys.readouterr()
+
+    crafted_run = tmp_path / "crafted-run"  # stands for the host's /: a folder the record names
+    crafted_run.mkdir()
+    (crafted_run / "host-secret").write_text("x")
+    record["dataset"]["input_run"] = str(crafted_run)
+    record["policy"]["network"] = "none"
+    first.record_path.write_text(json.dumps(record))
+    target = tmp_path / "c" / "output"
+    assert main(["reproduce", str(first.record_path), "--output", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "dataset.input_run" in err and "--trust-record" in err and "Traceback" not in err
+    assert len(err.splitlines()) <= 2  # one line (rich may wrap a long one at the terminal's width)
+    assert not target.exists()  # nothing ran
+
+    for crafted, field in ((("policy", "network"), "host"), (("policy", "user"), "0:0")):
+        bad = json.loads(json.dumps(record))
+        bad[crafted[0]][crafted[1]] = field
+        bad["dataset"]["input_run"] = None
+        first.record_path.write_text(json.dumps(bad))
+        assert main(["reproduce", str(first.record_path), "--output", str(target)]) == 2
+        assert ".".join(crafted) in capsys.readouterr().err
+        assert not target.exists()
+
+    first.record_path.write_text(json.dumps(record))
+    assert main(["reproduce", str(first.record_path), "--output", str(target), "--trust-record", "--json"]) == 0
+    capsys.readouterr()
+    assert (target / "seen.txt").read_text().split() == ["host-secret"]  # the recorded input run was mounted
+    again = json.loads((target.parent / "run-record.json").read_text())
+    assert again["dataset"]["input_run"] == str(crafted_run.resolve())
