@@ -174,9 +174,33 @@ def test_default_command_is_the_image_entrypoint(test_image, dataset, tmp_path):
     assert lines[:3] == ["1 Q0 d1 1 2 overlap", "1 Q0 d3 2 1 overlap", "1 Q0 d2 3 0 overlap"]
 
 
+class _GoWhenSampled:
+    """Lets the container go on once the sandbox has taken its first memory sample.
+
+    The sandbox samples right after ``start`` and then calls ``started``; a container that
+    waits for ``.go`` is therefore alive at that sample, however busy the machine is (a short
+    run could otherwise end before any sample, and its peak is then unknown)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def started(self, request, container_id: str) -> None:
+        (self.folder / ".go").touch()
+
+    def log(self, stream: str, line: str) -> None:
+        pass
+
+    def tick(self, snapshot) -> None:
+        pass
+
+    def finished(self, result) -> None:
+        pass
+
+
 def test_run_record_and_ir_metadata_are_written(test_image, dataset, tmp_path):
-    out = sandbox(test_image, dataset, tmp_path, "echo hello-out; echo hello-err >&2; "
-                  "python /opt/tools/rank.py $inputDataset $outputDir", validate=True)
+    out = sandbox(test_image, dataset, tmp_path, "while [ ! -e $inputDataset/.go ]; do sleep 0.05; done; "
+                  "echo hello-out; echo hello-err >&2; python /opt/tools/rank.py $inputDataset $outputDir",
+                  validate=True, observer=_GoWhenSampled(dataset))
     record = json.loads(out.record_path.read_text())
     assert out.record_path == tmp_path / "run" / "run-record.json"
     assert record["status"] == "success" and record["exit_code"] == 0
