@@ -28,6 +28,7 @@ The passages' text is read from the task's corpus (``Posts.xml`` of the dataset)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,24 +42,30 @@ Qrels = dict[str, dict[str, int]]
 K = 20
 
 
-def top_k(path: Path, k: int = K) -> dict[str, list[str]]:
-    """The first ``k`` distinct documents per topic of an ARQMath Task 1 run, in trec_eval's
-    order (score descending, equal scores by document id descending; scores as C floats)."""
-    rows: dict[str, dict[str, float]] = {}
+def _run_lines(path: Path) -> Iterator[tuple[int, str, str, str, str]]:
+    """(line number, topic, doc, rank, score) of each line of an ARQMath Task 1 run, as text:
+    the 5-column ARQMath layout or the 6-column TREC one."""
     with readers.open_text(path) as handle:
         for lineno, line in enumerate(handle, 1):
             parts = line.split()
             if not parts:
                 continue
             if len(parts) == 5:
-                topic, doc, score = parts[0], parts[1], parts[3]
+                yield lineno, parts[0], parts[1], parts[2], parts[3]
             elif len(parts) == 6:
-                topic, doc, score = parts[0], parts[2], parts[4]
+                yield lineno, parts[0], parts[2], parts[3], parts[4]
             else:
                 raise readers.wrong_columns(path, lineno, len(parts), "arqmath-task1-run")
-            docs = rows.setdefault(topic, {})
-            if doc not in docs:  # repeated lines: the first counts, as in the prime run
-                docs[doc] = trec.as_float32(readers.parse_score(path, lineno, score))
+
+
+def top_k(path: Path, k: int = K) -> dict[str, list[str]]:
+    """The first ``k`` distinct documents per topic of an ARQMath Task 1 run, in trec_eval's
+    order (score descending, equal scores by document id descending; scores as C floats)."""
+    rows: dict[str, dict[str, float]] = {}
+    for lineno, topic, doc, _, score in _run_lines(path):
+        docs = rows.setdefault(topic, {})
+        if doc not in docs:  # repeated lines: the first counts, as in the prime run
+            docs[doc] = trec.as_float32(readers.parse_score(path, lineno, score))
     return {t: [d for _, d in sorted(((s, d) for d, s in docs.items()), reverse=True)[:k]]
             for t, docs in rows.items()}
 
@@ -68,19 +75,9 @@ def ranked_by_stored_rank(path: Path, cutoff: int = K) -> dict[str, list[str]]:
     file order: the workbench's ``top_ranked_paragraphs`` (exam_cover_metric.py @156f9e2, lines
     283-289: ``if rank.rank <= rank_cut_off``), where a run's stored rank is its rank column."""
     out: dict[str, dict[str, None]] = {}
-    with readers.open_text(path) as handle:
-        for lineno, line in enumerate(handle, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) == 5:
-                topic, doc, rank = parts[0], parts[1], parts[2]
-            elif len(parts) == 6:
-                topic, doc, rank = parts[0], parts[2], parts[3]
-            else:
-                raise readers.wrong_columns(path, lineno, len(parts), "arqmath-task1-run")
-            if readers.parse_rank(path, lineno, rank) <= cutoff:
-                out.setdefault(topic, {})[doc] = None
+    for lineno, topic, doc, rank, _ in _run_lines(path):
+        if readers.parse_rank(path, lineno, rank) <= cutoff:
+            out.setdefault(topic, {})[doc] = None
     return {topic: list(docs) for topic, docs in out.items()}
 
 
