@@ -41,12 +41,14 @@ _OURS = {
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO .*?AbstractIndexer.*? - (.*)$")
 
 
-def ensure_corpus(kind: str, folder: Path, answers: int) -> Path:
-    """``folder/input`` of a synthetic corpus, generated when missing."""
+def ensure_corpus(kind: str, folder: Path, answers: int, scale: float | None = None) -> Path:
+    """``folder/input`` of a synthetic corpus, generated when missing (args.me: ``scale`` of its size)."""
     if not (folder / "input" / "topics.xml").is_file():
         cmd = [sys.executable, "-m", "sharedtask.synthetic", kind, str(folder)]
         if kind == "arqmath":
             cmd += ["--answers", str(answers)]
+        if scale is not None:
+            cmd += ["--scale", str(scale)]
         print("generating:", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
     return folder / "input"
@@ -66,14 +68,15 @@ def anserini_indexing_seconds(log: str) -> float | None:
     return (last - first).total_seconds() if first and last else None
 
 
-def current_image() -> str:
-    """The Lucene baseline image of this checkout, rebuilt when its context changed."""
+def current_image(software: str = "lucene-bm25") -> str:
+    """The image of one software of tira.yml from this checkout, rebuilt (with its parents)
+    when its context changed; the Lucene baseline by default."""
     from sharedtask.cli.baseline import build_software
     from sharedtask.pipeline import with_parents
     from sharedtask.manifest import load_manifest
 
     manifest = load_manifest()
-    target = manifest.software("lucene-bm25")
+    target = manifest.software(software)
     for sw in with_parents([target], manifest):
         build_software(sw)
     return target.image

@@ -21,36 +21,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from sharedtask.sandbox.api import run as sandbox_run
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baselines import current_image, ensure_corpus  # noqa: E402
+from dense import EMBED_LOG  # noqa: E402
+
+from sharedtask.sandbox.api import run as sandbox_run  # noqa: E402
 
 PROFILES = ("native", "haswell", "nehalem")
-_EMBED = re.compile(r"embedded (\d+) documents in ([\d.]+) s \((\d+) documents/s\); exact cosine top-(\d+) "
-                    r"for (\d+) queries in ([\d.]+) s")
-
-
-def ensure_corpus(folder: Path, scale: float) -> Path:
-    if not (folder / "input" / "topics.xml").is_file():
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "argsme", str(folder), "--scale", str(scale)],
-                       check=True)
-    return folder / "input"
-
-
-def current_image() -> str:
-    from sharedtask.cli.baseline import build_software
-    from sharedtask.manifest import load_manifest
-    from sharedtask.pipeline import with_parents
-
-    manifest = load_manifest()
-    dense = manifest.software("dense-wordllama")
-    for software in with_parents([dense], manifest):
-        build_software(software)
-    return dense.image
 
 
 def one(image: str, data: Path, profile: str, cpus: float, work: Path) -> dict[str, object]:
@@ -61,7 +42,7 @@ def one(image: str, data: Path, profile: str, cpus: float, work: Path) -> dict[s
     if run.result.status != "success":
         raise SystemExit(f"{image} under {profile}: {run.result.status}: {run.result.message}")
     log = run.result.stderr_path.read_text(errors="replace") + run.result.stdout_path.read_text(errors="replace")
-    m = _EMBED.search(log)
+    m = EMBED_LOG.search(log)
     digest = hashlib.sha256((out / "output" / "run.txt").read_bytes()).hexdigest()
     return {"sha256": digest, "docs_per_s": int(m.group(3)) if m else None,
             "topk_s": float(m.group(6)) if m else None, "wall_s": run.result.wall_seconds}
@@ -75,8 +56,8 @@ def main() -> int:
     parser.add_argument("--cpus", type=float, default=2.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cpu-profiles-") as tmp:
-        data = ensure_corpus(args.data or Path(tmp) / "argsme", args.scale)
-        images = [("after", current_image())] + ([("before", args.before)] if args.before else [])
+        data = ensure_corpus("argsme", args.data or Path(tmp) / "argsme", 0, args.scale)
+        images = [("after", current_image("dense-wordllama"))] + ([("before", args.before)] if args.before else [])
         rows: dict[tuple[str, str], dict[str, object]] = {}
         for label, image in images:
             for profile in PROFILES:

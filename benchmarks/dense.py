@@ -25,24 +25,17 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baselines import BENCH, ensure_corpus  # noqa: E402
+from baselines import BENCH, current_image, ensure_corpus  # noqa: E402
 
 from sharedtask.sandbox.api import run as sandbox_run  # noqa: E402
 
-_EMBED = re.compile(r"embedded (\d+) documents in ([\d.]+) s \((\d+) documents/s\); exact cosine top-(\d+) "
+#: the dense baseline's log line with its embedding throughput and top-k time
+EMBED_LOG = re.compile(r"embedded (\d+) documents in ([\d.]+) s \((\d+) documents/s\); exact cosine top-(\d+) "
                     r"for (\d+) queries in ([\d.]+) s")
 
 
 def images() -> dict[str, str]:
-    from sharedtask.cli.baseline import build_software
-    from sharedtask.manifest import load_manifest
-    from sharedtask.pipeline import with_parents
-
-    manifest = load_manifest()
-    wanted = [manifest.software("lucene-bm25"), manifest.software("dense-wordllama")]
-    for sw in with_parents(wanted, manifest):
-        build_software(sw)
-    return {"bm25": wanted[0].image, "dense": wanted[1].image}
+    return {"bm25": current_image("lucene-bm25"), "dense": current_image("dense-wordllama")}
 
 
 def bench(label: str, image: str, command: str, data: Path, cpus: float, memory: str | None) -> dict:
@@ -58,7 +51,7 @@ def bench(label: str, image: str, command: str, data: Path, cpus: float, memory:
             return {}
         row = {"wall": result.wall_seconds, "peak": (result.peak_memory or 0) / 2**20,
                "sha": hashlib.sha256((out / "run.txt").read_bytes()).hexdigest()}
-        m = _EMBED.search(log)
+        m = EMBED_LOG.search(log)
         if m:
             row.update(docs=int(m.group(1)), embed=float(m.group(2)), rate=int(m.group(3)), score=float(m.group(6)))
         print(f"{label:34} whole run {row['wall']:7.1f} s   peak {row['peak']:7.0f} MB"

@@ -8,7 +8,6 @@ with that flag. Real containers (the 2 MB busybox image of the distributed tests
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

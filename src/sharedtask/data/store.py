@@ -22,7 +22,7 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sharedtask.data import checksum, fetch, irds
 from sharedtask.data.progress import byte_progress
@@ -167,25 +167,32 @@ def _entry(sha256: str, size: int, source: str) -> dict[str, Any]:
     return {"sha256": sha256, "size": size, "source": source}
 
 
-def _place_package(ds: Dataset, f: DataFile, show_progress: bool) -> dict[str, dict[str, Any]]:
-    final = dataset_dir(ds) / f.target
+def _place_built(f: DataFile, final: Path, build: Callable[[Path], dict[str, str]],
+                 source: str) -> dict[str, dict[str, Any]]:
+    """Write ``final`` through a part file that ``build`` fills and checks (it returns the
+    digests): the dataset holds the whole verified file or nothing, never a half-written one."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _part(final)
     try:
-        got = _copy_hashed(f.package_path(), tmp, ("sha256",), show_progress)
-        _check(f, got, f"{f.package_path()} (shipped for {ds.id})")
+        got = build(tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _install(tmp, final)
-    return {f.target: _entry(got["sha256"], final.stat().st_size, f"package:{f.package}")}
+    return {f.target: _entry(got["sha256"], final.stat().st_size, source)}
+
+
+def _place_package(ds: Dataset, f: DataFile, show_progress: bool) -> dict[str, dict[str, Any]]:
+    def build(tmp: Path) -> dict[str, str]:
+        got = _copy_hashed(f.package_path(), tmp, ("sha256",), show_progress)
+        _check(f, got, f"{f.package_path()} (shipped for {ds.id})")
+        return got
+
+    return _place_built(f, dataset_dir(ds) / f.target, build, f"package:{f.package}")
 
 
 def _place_irds(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
     assert ds.irds is not None and f.irds is not None
-    final = dataset_dir(ds) / f.target
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _part(final)
     if f.source_md5:  # written from records: the organizers' file behind them is what the registry pins
         source = irds.source_path(ds.irds, f.irds)
         got_source = checksum.digests(source, ("md5",))["md5"]
@@ -194,16 +201,15 @@ def _place_irds(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
                                   f"expects {f.source_md5}",
                                   hint="the file in ir_datasets' cache is not the organizers' (corrupt, truncated or "
                                        "another version); nothing was kept")
-    try:
+    def build(tmp: Path) -> dict[str, str]:
+        assert ds.irds is not None and f.irds is not None
         irds.write_part(ds.irds, f.irds, tmp)
         byte_copy = f.irds != "qrels-quality"
         got = checksum.digests(tmp, _algorithms(f, byte_copy))
         _check(f, got, f"{f.irds} of ir_datasets {ds.irds}", byte_copy)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _install(tmp, final)
-    return {f.target: _entry(got["sha256"], final.stat().st_size, f"irds:{ds.irds}#{f.irds}")}
+        return got
+
+    return _place_built(f, dataset_dir(ds) / f.target, build, f"irds:{ds.irds}#{f.irds}")
 
 
 def _declared(f: DataFile) -> str:
@@ -277,18 +283,14 @@ def _place_derived(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
     source = folder / f.derive
     if f.derive not in read_manifest(folder).get("files", {}) or not source.is_file():
         return {}
-    final = folder / f.target
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _part(final)
-    try:
+
+    def build(tmp: Path) -> dict[str, str]:
         derive.BUILDERS[f.format](source, tmp)
         got = checksum.digests(tmp, ("sha256",))
         _check(f, got, f"{f.target} built from {f.derive}")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _install(tmp, final)
-    return {f.target: _entry(got["sha256"], final.stat().st_size, f"derived:{f.derive}")}
+        return got
+
+    return _place_built(f, folder / f.target, build, f"derived:{f.derive}")
 
 
 def assemble(ds: Dataset, *, download: bool = False, mirror: str | None = None, roles: tuple[str, ...] = ("input", "truth"),

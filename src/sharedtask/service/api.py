@@ -6,11 +6,7 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 
 import asyncio
 import datetime as dt
-import io
-import json
 import secrets
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +14,6 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
