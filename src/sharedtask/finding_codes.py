@@ -74,6 +74,10 @@ CATALOGUE: dict[str, Code] = {
                         "the bound is the task's output.max_run_bytes: write at most max_results_per_topic lines per topic"),
     "RUN-LINE-TOO-LONG": _c(_S, E, "a line longer than the task's bound (output.max_line_bytes)",
                             "a run line holds a few ids and numbers: check that lines end with a newline"),
+    "RUN-MEMORY-BOUND": _c(_S, E, "checking the run would keep more of it in memory than the task allows "
+                           "(max(topics × depth, 100,000) lines, at most 500,000; 64 MiB of their text)",
+                           "write each topic's lines together (not interleaved), at most max_results_per_topic lines "
+                           "per topic, for the task's topics only, with one run tag"),
     "RUN-EMPTY": _c(_S, E, "the run has no result lines", "write one line per result in the task's layout"),
     # --- fields (validate/fields.py)
     "RUN-TOPIC-ID": _c(_F, E, "a topic id that does not match the task's pattern",

@@ -55,15 +55,46 @@ def csv_rows(path: Path) -> Iterator[CsvRow]:
 
 def swallowed(path: Path) -> list[Swallowed]:
     """Every record that spans several lines, with the lines (and their topics) it absorbs."""
-    spans = [row for row in csv_rows(path) if row.last_line > row.first_line]
-    if not spans:
-        return []
+    return list(iter_swallowed(path))
+
+
+class _Tracked:
+    """The physical lines ``csv.reader`` consumes, from the start of the current record on.
+
+    Why: the validator reads hostile runs; keeping only the current record's lines (a field
+    is at most ``csv.field_size_limit()``) bounds memory, and ``max_bytes`` bounds the reading."""
+
+    def __init__(self, handle: Iterator[str], max_bytes: int | None) -> None:
+        self.handle, self.max_bytes = handle, max_bytes
+        self.lines: list[str] = []
+        self.read = 0
+
+    def __iter__(self) -> "_Tracked":
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.handle)
+        self.read += len(line)
+        if self.max_bytes is not None and self.read > self.max_bytes:
+            raise StopIteration
+        self.lines.append(line)
+        return line
+
+
+def iter_swallowed(path: Path, max_bytes: int | None = None) -> Iterator[Swallowed]:
+    """:func:`swallowed` in one streaming pass, reading at most ``max_bytes`` characters.
+
+    The lines csv.reader iterates over (split at \\n, \\r\\n or \\r) are the physical lines."""
     with open_text(path) as handle:
-        physical = list(handle)  # the lines csv.reader iterates over (\n, \r\n or \r)
-    out = []
-    for row in spans:
-        taken = [(n, physical[n - 1].split("\t", 1)[0].strip()) for n in range(row.first_line + 1, row.last_line + 1)
-                 if n - 1 < len(physical) and physical[n - 1].strip()]
-        if taken:
-            out.append(Swallowed(row.topic or "", row.first_line, taken))
-    return out
+        tracked = _Tracked(handle, max_bytes)
+        reader = csv.reader(tracked, delimiter="\t")
+        last = 0
+        for fields in reader:
+            first, last = last + 1, reader.line_num
+            physical, tracked.lines = tracked.lines, []
+            if last <= first:
+                continue
+            taken = [(first + i, line.split("\t", 1)[0].strip()) for i, line in enumerate(physical[1:], 1)
+                     if line.strip()]
+            if taken:
+                yield Swallowed(fields[0] if fields else "", first, taken)

@@ -24,6 +24,7 @@ from typing import Any
 from sharedtask.validate.arqmath import check_file_name
 from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
 from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
+from sharedtask.validate.budget import Budget
 from sharedtask.validate.model import DEFAULT_LIMIT_PER_CODE, Collector, RunStats, ValidationResult
 from sharedtask.validate.ranking import RankingContext, TopicState, finish_topic
 from sharedtask.validate import structure
@@ -40,6 +41,10 @@ OnTopic = Callable[[str, list[list[str]], list[float | None], list[int]], None]
 
 class _Interleaved(Exception):
     """A topic reappeared: restart keeping every topic's state."""
+
+
+class _OverBudget(Exception):
+    """Going on would keep more of the run than the task's bound (budget.py)."""
 
 
 def choose_layout(path: Path, run_format: str) -> Layout:
@@ -99,7 +104,7 @@ def run(
             gc.enable()
     check_file_name(out, file_name or path.name, task.output.file_name_pattern)
     if layout.answer is not None:
-        _official_quoting(out, path)
+        _official_quoting(out, path, task.output.run_bytes_bound)
     return ValidationResult(
         path=path,
         task_id=task.id,
@@ -111,7 +116,7 @@ def run(
     )
 
 
-def _official_quoting(out: Collector, path: Path) -> None:
+def _official_quoting(out: Collector, path: Path, max_bytes: int) -> None:
     """ARQMath-3 Task 3: say which lines the official scripts will not see. They read the run
     with ``csv.reader(delimiter='\\t')`` and default quoting (sharedtask.formats.task3csv), so an
     answer that begins with an unmatched ``"`` swallows the lines after it."""
@@ -119,16 +124,16 @@ def _official_quoting(out: Collector, path: Path) -> None:
 
     from sharedtask.formats import task3csv
 
+    # Streamed and read up to the task's bound (a hostile run must not cost memory here either).
     try:
-        found = task3csv.swallowed(path)
+        for taken in task3csv.iter_swallowed(path, max_bytes):
+            for n, topic in taken.lines:
+                out.report("RUN-ANSWER-QUOTE",
+                           f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is "
+                           f"read as part of that answer, which begins with \" and has no closing quote on its line "
+                           "(the official scripts read the run with Python's csv quoting)", taken.line)
     except (csv.Error, UnicodeDecodeError, OSError, EOFError):
         return  # the structure checks have reported what makes the file unreadable
-    for taken in found:
-        for n, topic in taken.lines:
-            out.report("RUN-ANSWER-QUOTE",
-                       f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is read "
-                       f"as part of that answer, which begins with \" and has no closing quote on its line "
-                       "(the official scripts read the run with Python's csv quoting)", taken.line)
 
 
 def _patterns(task: Any) -> dict[str, re.Pattern[str] | None]:
@@ -167,6 +172,11 @@ class _Pass:
         self.seen_order: list[str] = []
         self.cur: TopicState | None = None
         self.line_no = 1  # the next line to read
+        self.budget = Budget.for_task(task, topics)
+        # Bytes read when the current chunk (or batch) began, and when the oldest kept topic
+        # began: their difference to the bytes read bounds the text kept (0 in keep_all mode).
+        self.chunk_origin = 0
+        self.topic_origin = 0
         self.columnar: FastPath | None = None
         if not keep_all and on_topic is None and answer_ids is None and formula_ids is None and wanted(path, layout):
             self.columnar = FastPath(self, block_bytes(path, structure.CHUNK))
@@ -184,11 +194,28 @@ class _Pass:
 
     def lines(self) -> None:
         """Every line of the run, through the columnar fast path where blocks qualify."""
-        if self.columnar is None:
-            self.line_loop(self.scanner.chunks())
+        try:
+            if self.columnar is None:
+                self.line_loop(self.scanner.chunks())
+                return
+            self.columnar.feed(self.scanner.raw_chunks())
+        except _OverBudget as exc:
+            last = self.line_no - 1
+            self.scanner.state.aborted = True
+            self.scanner.state.lines = last
+            self.out.report("RUN-MEMORY-BOUND", f"validation stopped after line {last:,}: {exc}; the rest of the run "
+                            "was not read", last)
             return
-        self.columnar.feed(self.scanner.raw_chunks())
         self.scanner.end(self.line_no)
+
+    def check_budget(self) -> None:
+        """After a chunk or batch: raise _OverBudget when the pass keeps more than the task allows."""
+        rows = self.line_no - 1 if self.keep_all else (len(self.cur) if self.cur is not None else 0)
+        why = self.budget.over(rows=rows, kept_bytes=self.scanner.consumed - self.topic_origin,
+                               topics=len(self.seen_order), tags=len(self.ctx.tags))
+        self.chunk_origin = self.scanner.consumed
+        if why is not None:
+            raise _OverBudget(why)
 
     def line_loop(self, chunks: Iterable[tuple[int, list[str | None]]]) -> None:
         """The hot loop: rows of the current topic are appended without a call per line."""
@@ -210,6 +237,7 @@ class _Pass:
                     cur_topic = st.topic
                     add_row = st.flat.extend
             self.line_no = first_line + len(lines)
+            self.check_budget()
 
     def scan(self, chunks: list[bytes], first_line: int) -> Iterator[tuple[int, list[str | None]]]:
         """Chunks read by the fast path, given to the line engine as the scanner would."""
@@ -275,6 +303,7 @@ class _Pass:
             self.finished.add(self.cur.topic)
         st = self.new_topic(topic, lineno, column)
         self.cur = st
+        self.topic_origin = self.chunk_origin
         return st
 
     def new_topic(self, topic: str, lineno: int, column: int) -> TopicState:
