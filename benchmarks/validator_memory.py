@@ -78,14 +78,15 @@ def _lines(shape: str, topics: list[str], n: int) -> Iterator[str]:
 
 
 def generate(path: Path, shape: str, megabytes: int, topics: list[str]) -> int:
-    """Write the run in 1 MB pieces; returns its size in bytes."""
-    n = 1000
-    for _ in range(3):  # the line length depends a little on n (deeper ranks, longer numbers)
-        n = megabytes * 10**6 // len(next(iter(_lines(shape, topics, n))))
+    """Write the run in 1 MB pieces, whole lines up to ``megabytes`` (10**6 bytes); returns its size."""
+    target = megabytes * 10**6
+    n = target // 36  # a few more lines than fit (lines are 36-45 bytes): the size cuts the shape
     with path.open("w", encoding="ascii") as fh:
         piece: list[str] = []
         size = 0
         for line in _lines(shape, topics, n):
+            if size + len(line) > target:
+                break
             piece.append(line)
             size += len(line)
             if len(piece) >= 25_000:

@@ -33,6 +33,7 @@ def _c(group: str, severity: Severity, meaning: str, hint: str) -> Code:
     return Code(group, severity, meaning, hint)
 
 
+_B = "image builds"
 _S, _F, _R, _T, _A, _IN, _P, _M = ("structure", "fields", "ranking", "TIRA's run check", "ARQMath", "dataset", "pipeline",
                                    "MathQA")
 
@@ -186,6 +187,21 @@ CATALOGUE: dict[str, Code] = {
     "INPUT-TOPIC-ID": _c(_IN, E, "topic ids that do not match the task's topic pattern",
                          "is this the topics file of the task?"),
     "INPUT-TOPIC-DUPLICATE": _c(_IN, E, "a topic id given twice", "give every topic once"),
+    # --- a participant's image build (sharedtask/dockerfile.py, sharedtask/buildcontext.py)
+    "BUILD-FROM": _c(_B, E, "FROM an image that is not one of the organizer's base images",
+                     "build FROM an allowed base (ARG BASE_IMAGE, then FROM ${BASE_IMAGE}, is the project's base image)"),
+    "BUILD-COPY-FROM": _c(_B, E, "COPY --from an image that is neither an earlier stage nor an allowed base image",
+                          "copy from an earlier stage of your own Dockerfile (FROM ... AS name) or from your build context"),
+    "BUILD-ADD-URL": _c(_B, E, "ADD (or COPY) of a URL: dockerd would fetch it on the host's network",
+                        "put the file into your build context and COPY it"),
+    "BUILD-REGISTRY": _c(_B, E, "an image reference that names a registry other than the organizer's",
+                         "use the organizer's base images by their local names"),
+    "BUILD-UNSUPPORTED": _c(_B, E, "Dockerfile syntax the organizer's builder does not vouch for (heredocs, RUN "
+                            "flags, `# syntax=`, variables where an image or URL could hide, unknown instructions)",
+                            "write the Dockerfile with plain instructions: scripts as files of the build context"),
+    "BUILD-CONTEXT": _c(_B, E, "a build context with a FIFO, socket, device, a link leaving the context, or more "
+                        "files or bytes than the organizer allows",
+                        "keep only regular files and folders (and links inside the context) in the build context"),
     # --- the organizer's pipeline (sharedtask demo)
     "RUN-MISSING": _c(_P, E, "the software wrote no run file", "write $outputDir/run.txt (or run.txt.gz)"),
     "RUN-UNREADABLE": _c(_P, E, "the run file could not be read", "see the reason given"),

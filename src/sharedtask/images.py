@@ -7,24 +7,33 @@ demo and the tests rebuild only what changed (the same rule as docker/setup.sh).
 A participant's Dockerfile runs code as hostile as its image, so every build
 runs under a :class:`BuildSandbox`: a network (none for submissions), memory
 and CPU limits for the build's RUN steps, and a timeout (docs/threat-model.md).
+Before dockerd sees anything, the Dockerfile is checked against the organizer's
+:class:`~sharedtask.dockerfile.BuildPolicy` (allowed base images, registry; no URLs)
+and the context is collected by :mod:`sharedtask.buildcontext` (regular files only,
+bounded, within the build's deadline) into the archive dockerd receives.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from sharedtask.buildcontext import ContextLimits, collect, read_dockerfile
 from sharedtask.dockerclient import docker_client
+from sharedtask.dockerfile import BuildPolicy, check
 from sharedtask.errors import SharedTaskError
+from sharedtask.findings import Finding
 
 HASH_LABEL = "sharedtask.source-hash"
 BASE_IMAGE_ENV = "SHAREDTASK_BASE_IMAGE"
 DEFAULT_BASE_IMAGE = "sharedtask/base:latest"
-_SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".hypothesis", ".venv", "node_modules", "sharedtask-runs", "sharedtask-report", "tests", "benchmarks"}
+#: Extra allowed base images (comma or space separated; fnmatch patterns allowed) and the
+#: organizer's registry host (unset: no registry at all, local images only).
+BASES_ENV = "SHAREDTASK_BUILD_BASES"
+REGISTRY_ENV = "SHAREDTASK_BUILD_REGISTRY"
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class BuildSandbox:
     memory: int = 4 * 1024**3
     cpus: float = 2.0
     timeout: float = 1800.0
+    context_files: int = ContextLimits.max_files
+    context_bytes: int = ContextLimits.max_bytes
 
     @classmethod
     def for_software(cls, kind: str, raw: dict[str, Any] | None) -> "BuildSandbox":
@@ -55,7 +66,13 @@ class BuildSandbox:
             memory=parse_size(raw["memory"], "build memory") if "memory" in raw else default.memory,
             cpus=float(raw.get("cpus", default.cpus)),
             timeout=float(raw.get("timeout", default.timeout)),
+            context_files=int(raw.get("context_files", default.context_files)),
+            context_bytes=parse_size(raw["context_bytes"], "build context_bytes") if "context_bytes" in raw
+            else default.context_bytes,
         )
+
+    def context_limits(self) -> ContextLimits:
+        return ContextLimits(max_files=self.context_files, max_bytes=self.context_bytes)
 
     def build_options(self) -> dict[str, Any]:
         """Keyword arguments of ``APIClient.build`` that apply these limits."""
@@ -69,25 +86,36 @@ class BuildSandbox:
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {"network": self.network, "memory": self.memory, "cpus": self.cpus, "timeout": self.timeout}
+        return {"network": self.network, "memory": self.memory, "cpus": self.cpus, "timeout": self.timeout,
+                "context_files": self.context_files, "context_bytes": self.context_bytes}
 
 
 def base_image() -> str:
     return os.environ.get(BASE_IMAGE_ENV, DEFAULT_BASE_IMAGE)
 
 
-def context_hash(context: Path, extra: str = "") -> str:
-    """Hash of every file (path + bytes) in a build context, in a stable order."""
-    digest = hashlib.sha256(extra.encode())
-    for root, dirs, files in os.walk(context):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in sorted(files):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            path = Path(root, name)
-            digest.update(str(path.relative_to(context)).encode() + b"\0")
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:24]
+def build_policy() -> BuildPolicy:
+    """The organizer's policy: the project's base image, the images of the project manifest's
+    baselines (submissions may build on them), ``$SHAREDTASK_BUILD_BASES``; the registry of
+    ``$SHAREDTASK_BUILD_REGISTRY`` (none by default)."""
+    from sharedtask.manifest import load_manifest
+
+    allowed = [base_image()]
+    try:
+        allowed += [sw.image for sw in load_manifest().baselines if sw.image not in allowed]
+    except SharedTaskError:
+        pass  # no project manifest: the base image and the environment's list only
+    allowed += [ref for ref in os.environ.get(BASES_ENV, "").replace(",", " ").split() if ref not in allowed]
+    return BuildPolicy(tuple(allowed), os.environ.get(REGISTRY_ENV) or None)
+
+
+class BuildRefused(SharedTaskError):
+    """The Dockerfile names what the organizer's policy does not allow: every finding, one per line."""
+
+    def __init__(self, tag: str, findings: list[Finding]) -> None:
+        lines = [f"{f.path}:{f.line}: {f.message} [{f.code}]" for f in findings]
+        super().__init__(f"building {tag} refused: " + "\n".join(lines), hint=findings[0].hint)
+        self.findings = findings
 
 
 def ensure_image(
@@ -100,61 +128,77 @@ def ensure_image(
     force: bool = False,
     on_log: Callable[[str], None] | None = None,
     sandbox: BuildSandbox | None = None,
+    policy: BuildPolicy | None = None,
 ) -> tuple[str, bool]:
     """Build ``context`` as ``tag`` unless an up-to-date build exists.
 
     Returns (image id, built?). The ids of the base image and of every local image
     named in ``build_args`` (e.g. a parent baseline image) are part of the hash, so a
-    new parent triggers a rebuild. ``sandbox`` defaults to a submission's (no network).
+    new parent triggers a rebuild. ``sandbox`` defaults to a submission's (no network);
+    ``policy`` to :func:`build_policy`. Raises BuildRefused before dockerd sees anything
+    when the Dockerfile names what the policy does not allow.
     """
     import docker
 
     client = client or docker_client()
-    if not (context / (dockerfile or "Dockerfile")).is_file():
-        raise SharedTaskError(f"no {dockerfile or 'Dockerfile'} in {context}")
+    sandbox = sandbox or BuildSandbox()
+    deadline = time.monotonic() + sandbox.timeout  # covers reading the context, not only the build
+    name = dockerfile or "Dockerfile"
+    try:
+        text = read_dockerfile(context, name)
+    except FileNotFoundError:
+        raise SharedTaskError(f"no {name} in {context}") from None
     base = base_image()
+    args = {"BASE_IMAGE": base, **(build_args or {})}
+    findings = check(text, policy or build_policy(), args, name=str(context / name))
+    if findings:
+        raise BuildRefused(tag, findings)
     try:
         base_id = client.images.get(base).id
     except docker.errors.ImageNotFound:
         raise SharedTaskError(f"the base image {base} is missing", hint="run `sharedtask docker-doctor --fix`") from None
-    args = {"BASE_IMAGE": base, **(build_args or {})}
     parents = [base_id]
     for value in sorted(args.values()):
         try:
             parents.append(client.images.get(value).id)
         except (docker.errors.ImageNotFound, docker.errors.APIError):
             parents.append(value)
-    wanted = context_hash(context, extra=" ".join(parents) + (dockerfile or ""))
-    if not force:
-        try:
-            existing = client.images.get(tag)
-            if existing.labels.get(HASH_LABEL) == wanted:
-                return existing.id, False
-        except docker.errors.ImageNotFound:
-            pass
-    sandbox = sandbox or BuildSandbox()
+    collected = collect(context, dockerfile=name, extra=" ".join(parents) + (dockerfile or ""),
+                        limits=sandbox.context_limits(), deadline=deadline, timeout=sandbox.timeout)
+    wanted = collected.digest
     try:
-        image_id = _stream_build(context, tag, sandbox, on_log, dockerfile=dockerfile, buildargs=args,
-                                 labels={HASH_LABEL: wanted})
-    except SharedTaskError:
-        _forget(client, tag, wanted)
-        raise
+        if not force:
+            try:
+                existing = client.images.get(tag)
+                if existing.labels.get(HASH_LABEL) == wanted:
+                    return existing.id, False
+            except docker.errors.ImageNotFound:
+                pass
+        try:
+            image_id = _stream_build(collected.archive, context, tag, sandbox, on_log, deadline, dockerfile=name,
+                                     buildargs=args, labels={HASH_LABEL: wanted})
+        except SharedTaskError:
+            _forget(client, tag, wanted)
+            raise
+    finally:
+        collected.archive.close()
     if image_id is None:
         image_id = client.images.get(tag).id
     return image_id, True
 
 
-def _stream_build(context: Path, tag: str, sandbox: BuildSandbox, on_log: Callable[[str], None] | None,
-                  **options: Any) -> str | None:
-    """Run one build under ``sandbox`` and follow its output; raises SharedTaskError on failure."""
+def _stream_build(archive: Any, context: Path, tag: str, sandbox: BuildSandbox, on_log: Callable[[str], None] | None,
+                  deadline: float, **options: Any) -> str | None:
+    """Send ``archive`` (the collected context) and follow the build under ``sandbox`` until
+    ``deadline``; raises SharedTaskError on failure."""
     import docker
     import requests
     import urllib3
 
     # A client of its own: its read timeout is the build's timeout, and closing it (when
     # the deadline passes) makes the daemon cancel the build.
-    client = docker.from_env(timeout=max(1, int(sandbox.timeout)))
-    deadline = time.monotonic() + sandbox.timeout
+    left = max(1, int(deadline - time.monotonic()))
+    client = docker.from_env(timeout=left)
     image_id = None
     last_lines: list[str] = []
 
@@ -163,8 +207,8 @@ def _stream_build(context: Path, tag: str, sandbox: BuildSandbox, on_log: Callab
         return SharedTaskError(f"building {tag} from {context} failed: {reason}" + (f"\n{tail}" if tail else ""))
 
     try:
-        stream = client.api.build(path=str(context), tag=tag, rm=True, forcerm=True, decode=True,
-                                  timeout=max(1, int(sandbox.timeout)), **options, **sandbox.build_options())
+        stream = client.api.build(fileobj=archive, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True,
+                                  timeout=left, **options, **sandbox.build_options())
         for chunk in stream:
             if "stream" in chunk:
                 line = chunk["stream"].rstrip()
