@@ -62,7 +62,8 @@ class BuildPolicy:
 
     def allows(self, ref: str) -> bool:
         norm = normalize(ref)
-        return any(fnmatch.fnmatchcase(norm, normalize(p)) for p in self.allowed)
+        return any(fnmatch.fnmatchcase(norm, p if any(c in p for c in "*?[") else normalize(p))
+                   for p in self.allowed)
 
     def describe(self) -> str:
         return ", ".join(self.allowed) or "none"
