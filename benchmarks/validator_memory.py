@@ -15,6 +15,11 @@ Shapes (every one within the task's max_run_bytes, 1 GiB, and legal in size):
   interleaved  the sample's topics round-robin, line by line
   many-topics  a new topic id on every line
   many-tags    grouped topics, a new run tag on every line
+  grouped      topics 1, 2, 3, ... of 1000 lines each (the task's depth): nothing to refuse but
+               unknown topics, so the whole run is read (streaming)
+
+``--no-input`` validates without the topics (as ``sharedtask validate RUN --task T`` does): the
+bound is then its ceiling (500,000 lines), the largest memory any run can cost.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TASK = "touche-2020-task1"
-SHAPES = ("deep", "one-topic", "interleaved", "many-topics", "many-tags")
+SHAPES = ("deep", "one-topic", "interleaved", "many-topics", "many-tags", "grouped")
 # What the child runs: validate as the sandbox does after a run (topics from the input folder).
 CHILD = """
 import sys, json
@@ -37,7 +42,7 @@ from pathlib import Path
 from sharedtask.spec import load_task
 from sharedtask.validate import validate
 task = load_task(sys.argv[2])
-r = validate(Path(sys.argv[1]), task, input_dir=task.sample_dir / "input")
+r = validate(Path(sys.argv[1]), task, input_dir=task.sample_dir / "input" if sys.argv[3] == "input" else None)
 print(json.dumps({"valid": r.valid, "codes": sorted(r.codes()), "lines": r.stats.lines}))
 """
 
@@ -68,6 +73,10 @@ def _lines(shape: str, topics: list[str], n: int) -> Iterator[str]:
     elif shape == "many-topics":
         for k in range(1, n + 1):
             yield f"{k} Q0 S{k:08x}-A{k:08x} 1 1.5 tag\n"
+    elif shape == "grouped":
+        for k in range(1, -(-n // 1000) + 1):
+            for r in range(1, 1001):
+                yield f"{k} Q0 S{r:08x}-A{r:08x} {r} {1001 - r}.5 tag\n"
     elif shape == "many-tags":
         per = -(-n // len(topics))
         for t in topics:
@@ -96,13 +105,14 @@ def generate(path: Path, shape: str, megabytes: int, topics: list[str]) -> int:
     return path.stat().st_size
 
 
-def run_child(run: Path, src: Path | None) -> tuple[float, float, str]:
+def run_child(run: Path, src: Path | None, with_input: bool = True) -> tuple[float, float, str]:
     """(peak RSS in MB, CPU seconds, the verdict) of one validation in a child process (wait4: its own figures)."""
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src)
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), TASK], env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), TASK, "input" if with_input else "none"],
+                                env=env, stdout=out, stderr=err)
         _, _, usage = os.wait4(proc.pid, 0)
         proc.returncode = 0  # reaped by wait4
         out.seek(0)
@@ -118,11 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"default: {','.join(SHAPES)}")
     parser.add_argument("--src", type=Path, action="append", default=[],
                         help="validate with this package source too (e.g. /work/main/src), for before/after figures")
+    parser.add_argument("--no-input", action="store_true", help="validate without the topics (the bound's ceiling)")
     parser.add_argument("--tmp", type=Path, default=None, help="where to write the runs (default: a temp dir)")
     args = parser.parse_args(argv)
     topics = _topics()
     sources: list[tuple[str, Path | None]] = [("this checkout", None)] + [(str(s), s) for s in args.src]
-    print(f"task {TASK}, {len(topics)} topics; peak RSS of a child process that validates the run as the host does")
+    print(f"task {TASK}, {'topics unknown' if args.no_input else f'{len(topics)} topics'}; peak RSS of a child process that validates the run as the host does")
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         for mb in (int(s) for s in args.sizes.split(",")):
             for shape in args.shapes.split(","):
@@ -131,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
                 size = generate(run, shape, mb, topics)
                 made = time.perf_counter() - t0
                 for name, src in sources:
-                    rss, cpu, verdict = run_child(run, src)
+                    rss, cpu, verdict = run_child(run, src, not args.no_input)
                     print(f"  {mb:5d} MB {shape:12s} ({size / 1e6:,.0f} MB, made in {made:.0f} s) [{name}]: "
                           f"peak RSS {rss:,.0f} MB, CPU {cpu:.1f} s; {verdict}", flush=True)
                 run.unlink()
