@@ -203,3 +203,17 @@ def test_the_hash_is_the_one_images_always_had(tmp_path: Path) -> None:
     for rel in ("Dockerfile", "app/main.py"):
         digest.update(rel.encode() + b"\0" + (ctx / rel).read_bytes())
     assert collect(ctx, extra="extra").digest == digest.hexdigest()[:24]
+
+
+def test_the_context_bounds_come_from_the_manifest(tmp_path: Path) -> None:
+    import yaml
+
+    from sharedtask.images import BuildSandbox
+
+    subs = tmp_path / "submissions.yml"
+    subs.write_text(yaml.safe_dump({"version": 1, "submissions": {"team": {
+        "build": ".", "image": "team/x:1", "tasks": ["touche-2020-task1"],
+        "build_sandbox": {"context_files": 10, "context_bytes": "1m", "timeout": 60}}}}))
+    sw = load_manifest(extra=[subs]).software("team")
+    limits = BuildSandbox.for_software(sw.kind, sw.build_sandbox).context_limits()
+    assert (limits.max_files, limits.max_bytes) == (10, 1024**2)
