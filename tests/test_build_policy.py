@@ -46,6 +46,10 @@ def test_the_scaffold_dockerfiles_pass() -> None:
     ("FROM sharedtask/base:latest\nADD http://127.0.0.1:8000/secret /s\n", [(2, "BUILD-ADD-URL")]),
     ("FROM sharedtask/base\nADD [\"https://example.org/x\", \"/x\"]\n", [(2, "BUILD-ADD-URL")]),
     ("FROM sharedtask/base\nADD git@github.com:a/b.git /b\n", [(2, "BUILD-ADD-URL")]),
+    ("FROM sharedtask/base\nADD \"http://127.0.0.1/s\" /s\n", [(2, "BUILD-ADD-URL")]),  # dockerd unquotes
+    ("FROM sharedtask/base\nADD h'ttp'://127.0.0.1/s /s\n", [(2, "BUILD-ADD-URL")]),
+    ("FROM\tother/team\n", [(1, "BUILD-FROM")]),
+    ("\ufeffFROM other/team\n", [(1, "BUILD-FROM")]),
     ("FROM sharedtask/base\nARG U=http://127.0.0.1/s\nADD ${U} /s\n", [(3, "BUILD-UNSUPPORTED")]),
     ("FROM other/team:latest\n", [(1, "BUILD-FROM")]),
     ("FROM sharedtask/base\nCOPY --from=other/team:1 /secret /s\n", [(2, "BUILD-COPY-FROM")]),

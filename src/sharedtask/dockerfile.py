@@ -37,6 +37,7 @@ FLAGS = {"FROM": {"platform"}, "COPY": {"from", "chown", "chmod", "link"}, "ADD"
 _DIRECTIVE = re.compile(r"#\s*([A-Za-z][A-Za-z0-9_-]*)\s*=\s*(.*?)\s*$")
 _HEREDOC = re.compile(r"(?<!<)<<-?\s*([\"']?)[A-Za-z_][A-Za-z0-9_]*\1(?![<\w])")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^git@")
+_UNQUOTE = re.compile(r"[\"'\\`]")
 _VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-+])(?P<word>[^}$]*))?\}"
                   r"|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 
@@ -93,7 +94,7 @@ def logical_lines(text: str, name: str) -> tuple[list[tuple[int, str]], list[Fin
     """(first line number, joined text) of each instruction, after the parser directives."""
     findings: list[Finding] = []
     escape = "\\"
-    lines = [line.removesuffix("\r") for line in text.split("\n")]  # dockerd splits at \n only
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]  # dockerd splits at \n only
     k = 0
     while k < len(lines):  # parser directives: only at the very top
         m = _DIRECTIVE.fullmatch(lines[k].strip())
@@ -147,15 +148,18 @@ def _split_flags(rest: str) -> tuple[dict[str, str | None], str]:
     return flags, rest
 
 
+def _instruction(line: int, text: str) -> Instruction:
+    keyword, rest = (re.split(r"\s+", text.strip(), maxsplit=1) + [""])[:2]
+    flags, args = _split_flags(rest.strip())
+    return Instruction(line, keyword.upper(), flags, args)
+
+
 def parse(text: str, name: str = "Dockerfile") -> tuple[list[Instruction], list[Finding]]:
     """The instructions of a Dockerfile, and findings about what this reader does not vouch for."""
     logical, findings = logical_lines(text, name)
     out: list[Instruction] = []
     for line, joined in logical:
-        keyword, _, rest = joined.partition(" ")
-        keyword = keyword.upper()
-        flags, args = _split_flags(rest.strip())
-        out.append(Instruction(line, keyword, flags, args))
+        out.append(_instruction(line, joined))
     return out, findings
 
 
@@ -249,9 +253,7 @@ class _Checker:
             self.refuse("BUILD-UNSUPPORTED", f"{kw} with a heredoc (<<)", ins.line,
                         hint="put the script in a file of the build context and COPY it")
         if kw == "ONBUILD":
-            inner_kw, _, rest = ins.args.partition(" ")
-            flags, args = _split_flags(rest.strip())
-            self.check(Instruction(ins.line, inner_kw.upper(), flags, args), onbuild=True)
+            self.check(_instruction(ins.line, ins.args), onbuild=True)
         elif kw == "ARG" and self.stages.count == 0 and not onbuild:
             for key, default in _arg_pairs(ins.args):
                 value = self.build_args.get(key, default)
@@ -290,7 +292,8 @@ class _Checker:
             elif source.lower() not in self.stages.names[:-1] or onbuild:
                 self.image(source, ins.line, "COPY --from", "BUILD-COPY-FROM")
         for src in _sources(ins.args):
-            if _URL.search(src):
+            # dockerd removes quotes and escapes from these words ("http://..." is a URL too)
+            if _URL.search(_UNQUOTE.sub("", src)) or "://" in src:
                 self.refuse("BUILD-ADD-URL", f"{ins.keyword} {src}: the builder (dockerd, on the host's network) would "
                             "fetch it", ins.line,
                             hint="put the file in your build context and COPY it; or fetch it in a RUN step where the "
