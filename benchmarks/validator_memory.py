@@ -15,6 +15,8 @@ Shapes (every one within the task's max_run_bytes, 1 GiB, and legal in size):
   interleaved  the sample's topics round-robin, line by line
   many-topics  a new topic id on every line
   many-tags    grouped topics, a new run tag on every line
+  long-lines   one topic, lines of 134 bytes (a 96-character run tag): the bound's rows and its
+               64 MiB of text are reached together, the most memory per kept line
   grouped      topics 1, 2, 3, ... of 1000 lines each (the task's depth): nothing to refuse but
                unknown topics, so the whole run is read (streaming)
 
@@ -34,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TASK = "touche-2020-task1"
-SHAPES = ("deep", "one-topic", "interleaved", "many-topics", "many-tags", "grouped")
+SHAPES = ("deep", "one-topic", "interleaved", "many-topics", "many-tags", "grouped", "long-lines")
 # What the child runs: validate as the sandbox does after a run (topics from the input folder).
 CHILD = """
 import sys, json
@@ -73,6 +75,10 @@ def _lines(shape: str, topics: list[str], n: int) -> Iterator[str]:
     elif shape == "many-topics":
         for k in range(1, n + 1):
             yield f"{k} Q0 S{k:08x}-A{k:08x} 1 1.5 tag\n"
+    elif shape == "long-lines":
+        tag = "t" * 96
+        for r in range(1, n + 1):
+            yield f"{topics[0]} Q0 S{r:08x}-A{r:08x} {r} {n - r + 1}.5 {tag}\n"
     elif shape == "grouped":
         for k in range(1, -(-n // 1000) + 1):
             for r in range(1, 1001):
