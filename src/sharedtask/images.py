@@ -153,17 +153,7 @@ def ensure_image(
     findings = check(text, policy or build_policy(), args, name=str(context / name))
     if findings:
         raise BuildRefused(tag, findings)
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound:
-        raise SharedTaskError(f"the base image {base} is missing", hint="run `sharedtask docker-doctor --fix`") from None
-    parents = [base_id]
-    for value in sorted(args.values()):
-        try:
-            parents.append(client.images.get(value).id)
-        except (docker.errors.ImageNotFound, docker.errors.APIError):
-            parents.append(value)
-    collected = collect(context, dockerfile=name, extra=" ".join(parents) + (dockerfile or ""),
+    collected = collect(context, dockerfile=name, extra=_parents(client, args) + (dockerfile or ""),
                         limits=sandbox.context_limits(), deadline=deadline, timeout=sandbox.timeout)
     wanted = collected.digest
     try:
@@ -185,6 +175,45 @@ def ensure_image(
     if image_id is None:
         image_id = client.images.get(tag).id
     return image_id, True
+
+
+def _parents(client: Any, args: dict[str, str]) -> str:
+    """The ids of the base image and of every local image a build arg names (part of the hash)."""
+    import docker
+
+    base = args["BASE_IMAGE"]
+    try:
+        parents = [client.images.get(base).id]
+    except docker.errors.ImageNotFound:
+        raise SharedTaskError(f"the base image {base} is missing", hint="run `sharedtask docker-doctor --fix`") from None
+    for value in sorted(args.values()):
+        try:
+            parents.append(client.images.get(value).id)
+        except (docker.errors.ImageNotFound, docker.errors.APIError):
+            parents.append(value)
+    return " ".join(parents)
+
+
+def up_to_date(software: Any, client: Any = None) -> bool:
+    """Whether a manifest entry's image exists with the hash a build would give it now (its
+    Dockerfile checked and its context collected as for a build, nothing sent to dockerd)."""
+    import docker
+
+    client = client or docker_client()
+    name = software.dockerfile or "Dockerfile"
+    args = {"BASE_IMAGE": base_image(), **software.build_args}
+    findings = check(read_dockerfile(software.build, name), build_policy(), args, name=str(software.build / name))
+    if findings:
+        raise BuildRefused(software.image, findings)
+    sandbox = BuildSandbox.for_software(software.kind, software.build_sandbox)
+    collected = collect(software.build, dockerfile=name, extra=_parents(client, args) + (software.dockerfile or ""),
+                        limits=sandbox.context_limits(), deadline=time.monotonic() + sandbox.timeout,
+                        timeout=sandbox.timeout)
+    collected.archive.close()
+    try:
+        return client.images.get(software.image).labels.get(HASH_LABEL) == collected.digest
+    except docker.errors.ImageNotFound:
+        return False
 
 
 def _stream_build(archive: Any, context: Path, tag: str, sandbox: BuildSandbox, on_log: Callable[[str], None] | None,
