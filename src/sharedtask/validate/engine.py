@@ -3,10 +3,10 @@
 Memory: for a run grouped by topic (the normal case) only the current topic's lines
 and the set of finished topic ids are kept, so memory does not grow with the file.
 When a topic shows up again after another one (an interleaved run), the pass starts
-over in a mode that keeps every topic's lines until the end of the file: correct,
-but memory then grows with the run (about 550 bytes per line, measured as peak RSS of
-a 1M-line interleaved args.me run) and the lines before the interleaving was noticed
-are read twice.
+over in a mode that keeps every topic's lines until the end of the file (the lines before
+the interleaving was noticed are read twice). What is kept is bounded by the task
+(budget.py, checked once per chunk): a run that needs more is refused with
+RUN-MEMORY-BOUND and the rest is not read.
 
 Large grouped runs go through the columnar fast path (fastpath.py, columnar.py) where
 their blocks are plain; it books plain topics and hands every other topic and block to
