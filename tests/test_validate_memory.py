@@ -173,3 +173,13 @@ def test_the_host_validation_after_a_sandbox_run_is_bounded(base_image, tmp_path
     codes = [f["code"] for f in outcome.validation["report"]["findings"]]
     assert "RUN-MEMORY-BOUND" in codes
     assert peak < 150 * 2**20, peak  # the bound: 100,000 lines kept (~60 MB traced), not 1,000,000
+
+
+def test_fix_says_where_reading_stopped(tmp_path, small_bound) -> None:
+    from sharedtask.validate import fix_run
+
+    run = _write(tmp_path / "run.txt", _deep(50_000))
+    report = fix_run(run, load_task(TASK), tmp_path / "fixed.txt")
+    stopped = [n for key, n in report.changes.items() if "RUN-MEMORY-BOUND" in key]
+    assert len(stopped) == 1 and BOUND < stopped[0] < 50_000
+    assert report.lines_written == load_task(TASK).output.max_results_per_topic
