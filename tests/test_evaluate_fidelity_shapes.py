@@ -9,7 +9,8 @@ from the organizers' scripts (never their code itself), each citing script, comm
   measures (lines 9-10, 23-24, 37-38, 51-52), anything else is trec_eval's mean (pytrec_eval
   reading the prime file, as trec_eval does);
 - ARQMath Task 1 and Touché, **unranked topics**: the transcriptions of test_evaluate_fidelity
-  (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there);
+  (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there, and
+  line by line from the script in tests/test_evaluate_touche_script.py);
 - MathQA, the published check: ``evaluate_test_correctness.ipynb`` cell 3 with ``solver.py`` and
   ``utils.py`` (ongzexuan/mathqa-evaluation 9842c46), transcribed for the four arithmetic
   operators, problems with up to 12 numbers (``n1`` replaced inside ``n10``), zero values and
