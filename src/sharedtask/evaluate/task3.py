@@ -65,8 +65,9 @@ def read_task3_run(path: Path) -> Task3Run:
             run.answers[topic] = "\t".join(row.fields[5:])
             run.lines[topic] = row.first_line
         run.swallowed = task3csv.swallowed(path)
-    except csv.Error as exc:  # e.g. a NUL byte
-        raise FormatError(path, f"cannot be read as the official scripts read it (Python's csv: {exc})") from None
+    except task3csv.CsvStop as exc:  # e.g. a NUL byte, or a quoted answer over csv's field size limit
+        raise FormatError(path, f"cannot be read as the official scripts read it (Python's csv: {exc.reason}; "
+                                "the scripts stop there)", line=exc.line) from None
     return run
 
 
