@@ -136,3 +136,12 @@ def test_where_csv_stops_the_scripts_stop(tmp_path: Path) -> None:
         list(csv.reader(fh, delimiter="\t"))
     found = [f for f in validate(run, load_task(TASK), limit_per_code=10**6).findings if f.code == "RUN-ANSWER-QUOTE"]
     assert found and "stop reading the run here" in found[-1].message and "field larger than field limit" in found[-1].message
+    from sharedtask.errors import FormatError
+    from sharedtask.evaluate import evaluate
+
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "qrels.tsv").write_text("A.301\t0\t1\t2\n")
+    with pytest.raises(FormatError) as refused:
+        evaluate(run, TASK, truth_dir=truth, measures=["ar", "p1"])
+    assert refused.value.location.line == found[-1].line and "the scripts stop there" in refused.value.message
