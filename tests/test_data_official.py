@@ -222,6 +222,29 @@ def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_
         registry._schema.cache_clear()
 
 
+def test_an_irds_file_with_an_archive_url_needs_its_member_and_md5(tmp_path, monkeypatch, repo_root):
+    """irds: with url: names the organizers' archive ir_datasets extracts the file from: without the
+    member (extract) and the archive's md5 there would be nothing to check, so the schema refuses it."""
+    import shutil
+
+    from sharedtask.data import registry
+    from sharedtask.errors import SpecError
+
+    tasks = tmp_path / "tasks"
+    shutil.copytree(repo_root / "tasks", tasks)
+    reg = tasks / "datasets" / "touche.yml"
+    reg.write_text(reg.read_text().replace("size: 8768, md5: 9605104435165a6b01b737464596eba4,", "size: 8768,", 1))
+    monkeypatch.setenv("SHAREDTASK_TASKS", str(tasks))
+    registry.all_datasets.cache_clear()
+    registry._schema.cache_clear()
+    try:
+        with pytest.raises(SpecError, match=r"touche\.yml: datasets\.touche-2020-task1/test\.files\[0\]"):
+            registry.all_datasets()
+    finally:
+        registry.all_datasets.cache_clear()
+        registry._schema.cache_clear()
+
+
 # --- placed official truth is re-checked at every evaluation (issue 27, point 4) ----------------
 
 def _one_line_refusal(err: str, path: Path, dataset_id: str) -> None:
