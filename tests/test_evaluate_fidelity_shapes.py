@@ -694,3 +694,45 @@ def test_each_operator_of_the_suite_has_the_suite_value(op: str) -> None:
                 run_program(program, ["0.25", "5", "12"])
             continue
         assert abs(run_program(program, ["0.25", "5", "12"]) - theirs) <= TOL * max(1.0, abs(theirs)), (program, theirs)
+
+
+def test_the_operator_transcription_equals_the_suite_solver_itself(tmp_path: Path) -> None:
+    """Where a git copy of the suite is at hand (tests/mathqa_suite.py: SHAREDTASK_MATHQA_GIT), its
+    solver.py itself, loaded from the pinned commit into tmp_path, against _SUITE_OPS on in-domain
+    arguments. Not compared: factorial, choose and permutation, which this Python refuses for
+    floats (math.factorial and math.comb take floats only up to 3.9; the notebook ran 3.6.10)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    import mathqa_suite
+
+    git = os.environ.get("SHAREDTASK_MATHQA_GIT")
+    if not git or not mathqa_suite.available():
+        pytest.skip("set SHAREDTASK_MATHQA_GIT to a git copy of ongzexuan/mathqa-evaluation")
+    for name in ("solver.py", "utils.py"):
+        (tmp_path / name).write_bytes(subprocess.run(["git", "--git-dir", git, "show", f"{mathqa_suite.COMMIT}:{name}"],
+                                                     capture_output=True, check=True).stdout)
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("suite_solver", tmp_path / "solver.py")
+        assert spec is not None and spec.loader is not None
+        solver = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(solver)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert set(solver.function_switch) == set(_SUITE_OPS)
+    samples = {1: [(0.5,), (4.0,), (12.0,)], 2: [(5.0, 2.0), (12.0, 0.25), (4.0, 3.0)],
+               3: [(3.0, 4.0, 5.0), (0.5, 2.0, 2.0)]}
+    compared = 0
+    for op, function in solver.function_switch.items():
+        if op in ("factorial", "choose", "permutation"):
+            continue
+        for args in samples[_SUITE_ARITY[op]]:
+            if op == "negate_prob" and args[0] > 1:
+                continue
+            assert _SUITE_OPS[op](*args) == function(*args), (op, args)
+            compared += 1
+    assert compared > 100
