@@ -124,24 +124,54 @@ def test_a_quote_closed_on_its_line_is_named_with_what_csv_reads(tmp_path: Path)
     assert "read it as 'Closed start':" in found[0].message
     assert "read it as 'a\"b':" in found[1].message
     assert "read it as 6 field(s) instead of 7" in found[2].message
-
-
-def test_where_csv_stops_the_scripts_stop(tmp_path: Path) -> None:
-    """An answer opening a quote that runs past csv's field size limit (131,072 characters):
-    csv.reader raises there, and so do the official scripts."""
-    run = tmp_path / "run.tsv"
-    body = "".join(f"A.{400 + i}\t1\t1\tt\ts\t{'word ' * 100}\n" for i in range(300))
-    run.write_text('A.301\t1\t1\tt\ts\t"opens\n' + body, encoding="utf-8")
-    with open(run, newline="", encoding="utf-8") as fh, pytest.raises(csv.Error):
-        list(csv.reader(fh, delimiter="\t"))
-    found = [f for f in validate(run, load_task(TASK), limit_per_code=10**6).findings if f.code == "RUN-ANSWER-QUOTE"]
-    assert found and "stop reading the run here" in found[-1].message and "field larger than field limit" in found[-1].message
-    from sharedtask.errors import FormatError
     from sharedtask.evaluate import evaluate
 
     truth = tmp_path / "truth"
     truth.mkdir()
-    (truth / "qrels.tsv").write_text("A.301\t0\t1\t2\n")
-    with pytest.raises(FormatError) as refused:
-        evaluate(run, TASK, truth_dir=truth, measures=["ar", "p1"])
-    assert refused.value.location.line == found[-1].line and "the scripts stop there" in refused.value.message
+    (truth / "qrels.tsv").write_text("A.301\t0\td_1\t2\n")
+    (truth / "answers.tsv").write_text("answer_id\ttopic\ttext\n")
+    notes = evaluate(run, TASK, truth_dir=truth, measures=["ar", "p1"]).notes
+    assert any(n.startswith("3 line(s) read as the official scripts' csv quoting reads them") and
+               "A.301 (line 1, column 6), A.302 (line 2, column 6), A.303 (line 3, column 6)" in n for n in notes), notes
+
+
+def _csv_stop_line(path: Path) -> int:
+    """The line where csv.reader with its default limit (the official scripts') raises."""
+    before = csv.field_size_limit(128 * 1024)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh, delimiter="\t")
+            with pytest.raises(csv.Error, match="field larger than field limit"):
+                for _ in reader:
+                    pass
+            return reader.line_num
+    finally:
+        csv.field_size_limit(before)
+
+
+@pytest.mark.parametrize("process_limit", [128 * 1024, 64 << 20])
+def test_where_csv_stops_the_scripts_stop(tmp_path: Path, process_limit: int) -> None:
+    """An answer opening a quote that runs past csv's field size limit (131,072 characters):
+    csv.reader raises there, and so do the official scripts, which keep the default limit. The
+    same line is named when this process runs with a larger limit (the formula reader's 64 MiB)."""
+    run = tmp_path / "run.tsv"
+    body = "".join(f"A.{400 + i}\t1\t1\tt\ts\t{'word ' * 100}\n" for i in range(300))
+    run.write_text('A.301\t1\t1\tt\ts\tfine\nA.302\t1\t1\tt\ts\t"opens\n' + body, encoding="utf-8")
+    expected = _csv_stop_line(run)
+    before = csv.field_size_limit(process_limit)
+    try:
+        found = [f for f in validate(run, load_task(TASK), limit_per_code=10**6).findings
+                 if f.code == "RUN-ANSWER-QUOTE"]
+        from sharedtask.errors import FormatError
+        from sharedtask.evaluate import evaluate
+
+        truth = tmp_path / "truth"
+        truth.mkdir()
+        (truth / "qrels.tsv").write_text("A.301\t0\t1\t2\n")
+        with pytest.raises(FormatError) as refused:
+            evaluate(run, TASK, truth_dir=truth, measures=["ar", "p1"])
+    finally:
+        csv.field_size_limit(before)
+    assert len(found) == 1 and found[0].line == expected
+    assert "stop reading the run here" in found[0].message and "field larger than field limit (131072)" in found[0].message
+    assert refused.value.location.line == expected and "the scripts stop there" in refused.value.message

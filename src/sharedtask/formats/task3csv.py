@@ -67,14 +67,41 @@ class CsvStop(Exception):
         self.line, self.reason = line, reason
 
 
+#: csv's default cell limit (``_csv.field_size_limit()`` of a fresh interpreter), which the
+#: official scripts keep: evaluate_task3_results_manual.py never changes it. Our process may run
+#: with a larger one (sharedtask.formats.formulas raises it for long formulae), and csv's limit is
+#: global, so the official one is checked here on each record rather than set.
+OFFICIAL_FIELD_LIMIT = 128 * 1024
+
+
+def _lines_in(text: str) -> int:
+    """Line ends in ``text`` as the reader's file iteration counts them (\n, \r\n, a lone \r)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _over_limit(fields: list[str], first: int) -> CsvStop | None:
+    """Where csv.reader under the official limit raises on this record: it refuses the character
+    that would make a field longer than the limit (Modules/_csv.c, parse_add_char)."""
+    for k, value in enumerate(fields):
+        if len(value) > OFFICIAL_FIELD_LIMIT:
+            before = "\t".join(fields[:k]) + value[:OFFICIAL_FIELD_LIMIT + 1]
+            return CsvStop(first + _lines_in(before), f"field larger than field limit ({OFFICIAL_FIELD_LIMIT})")
+    return None
+
+
 def csv_rows(path: Path) -> Iterator[CsvRow]:
-    """The run's records under the official reading (``csv.reader``, tab, default quoting);
-    :class:`CsvStop` where csv.reader raises (the official scripts stop there)."""
+    """The run's records under the official reading (``csv.reader``, tab, default quoting, csv's
+    default field limit); :class:`CsvStop` where csv.reader raises (the official scripts stop there)."""
+    if csv.field_size_limit() < OFFICIAL_FIELD_LIMIT:
+        csv.field_size_limit(OFFICIAL_FIELD_LIMIT)  # a lower limit would stop where the scripts go on
     with open_text(path) as handle:
         reader = csv.reader(handle, delimiter="\t")
         last = 0
         try:
             for fields in reader:
+                stop = _over_limit(fields, last + 1)
+                if stop is not None:
+                    raise stop
                 yield CsvRow(fields, last + 1, reader.line_num)
                 last = reader.line_num
         except csv.Error as exc:
@@ -123,12 +150,3 @@ def quoting(path: Path) -> tuple[list[Swallowed], list[Misread], CsvStop | None]
         column = next((i + 1 for i, f in enumerate(written) if f.startswith('"')), len(written))
         misread.append(Misread(row.first_line, written[0], column, written, row.fields))
     return taken_all, misread, stop
-
-
-def swallowed(path: Path) -> list[Swallowed]:
-    """Every record that spans several lines, with the lines (and their topics) it absorbs."""
-    rows = [row for row in csv_rows(path) if row.last_line > row.first_line]
-    if not rows:
-        return []
-    physical = _physical(path)
-    return [taken for taken in (_taken(row, physical) for row in rows) if taken is not None]
