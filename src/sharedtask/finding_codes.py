@@ -152,9 +152,11 @@ CATALOGUE: dict[str, Code] = {
                             "the limit counts Unicode characters: shorten the answer"),
     "RUN-ANSWER-EMPTY": _c(_A, E, "an empty Task 3 answer", "write the answer text in the last column"),
     "RUN-ANSWER-RANK": _c(_A, W, "a Task 3 answer with a rank other than 1", "Task 3 answers have rank 1"),
-    "RUN-ANSWER-QUOTE": _c(_A, W, "a Task 3 answer that opens a quote (\") it does not close on its line",
-                           "the official scripts read the run with Python's csv quoting: the answer runs over the "
-                           "next lines and their topics are lost; do not begin a field with \" (or close it)"),
+    "RUN-ANSWER-QUOTE": _c(_A, W, "a Task 3 line the official scripts read otherwise than written: a field that "
+                                  "begins with \" (unclosed on its line, it swallows the next lines)",
+                           "the official scripts read the run with Python's csv quoting: a field that begins with \" "
+                           "loses its quotes, and if unclosed runs over the next lines, whose topics are lost; do "
+                           "not begin a field with \" (or write it as csv quotes it)"),
     "RUN-ANSWER-DOLLAR": _c(_A, W, "an unbalanced $ in a Task 3 answer",
                             "an unbalanced $ breaks the LaTeX rendering assessors see: close the formula or write \\$"),
     "RUN-FILE-NAME": _c(_A, W, "the run file is not named by the task's convention",

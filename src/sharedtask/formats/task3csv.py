@@ -6,9 +6,14 @@ Why: both official scripts open the run with ``csv.reader(csv_file, delimiter='\
 ARQMath-3's evaluate_task3_results_automatic.py, read_task3_result_file). With the default
 quoting, a field that *begins* with ``"`` is a quoted field: it runs over tabs and newlines
 until the next ``"``, so an answer that begins with an unmatched ``"`` swallows the lines
-after it and their topics disappear from the run. A ``"`` elsewhere in a field is a plain
-character. The evaluator reads Task 3 runs this way (and scores what the scripts score);
-the validator names every line that will be swallowed.
+after it and their topics disappear from the run. A quoted field that closes on its line is
+still read differently from what is written (CPython's Modules/_csv.c, parse_process_char,
+states IN_QUOTED_FIELD and QUOTE_IN_QUOTED_FIELD, ``strict`` off): the enclosing quotes are
+dropped, ``""`` inside is one ``"``, text after the closing quote is appended as it is, a tab
+inside the quotes is part of the field. A ``"`` that does not begin a field is a plain
+character, so a line is read as written exactly when none of its tab-separated fields begins
+with ``"``. The evaluator reads Task 3 runs this way (and scores what the scripts score);
+the validator names every line that will be swallowed and every field that will be misread.
 """
 
 from __future__ import annotations
@@ -43,27 +48,105 @@ class Swallowed:
     lines: list[tuple[int, str]]  # (line number, topic written at the start of that line)
 
 
+@dataclass(frozen=True)
+class Misread:
+    """A record of one line that the official reading takes differently from what is written."""
+
+    line: int
+    topic: str
+    column: int  # 1-based: the first written field that begins with "
+    written: list[str]  # the line split at its tabs
+    read: list[str]  # csv.reader's fields
+
+
+class CsvStop(Exception):
+    """csv.reader raised: the official scripts stop there (a NUL byte, a field over its size limit)."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+#: csv's default cell limit (``_csv.field_size_limit()`` of a fresh interpreter), which the
+#: official scripts keep: evaluate_task3_results_manual.py never changes it. Our process may run
+#: with a larger one (sharedtask.formats.formulas raises it for long formulae), and csv's limit is
+#: global, so the official one is checked here on each record rather than set.
+OFFICIAL_FIELD_LIMIT = 128 * 1024
+
+
+def _lines_in(text: str) -> int:
+    """Line ends in ``text`` as the reader's file iteration counts them (\n, \r\n, a lone \r)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _over_limit(fields: list[str], first: int) -> CsvStop | None:
+    """Where csv.reader under the official limit raises on this record: it refuses the character
+    that would make a field longer than the limit (Modules/_csv.c, parse_add_char)."""
+    for k, value in enumerate(fields):
+        if len(value) > OFFICIAL_FIELD_LIMIT:
+            before = "\t".join(fields[:k]) + value[:OFFICIAL_FIELD_LIMIT + 1]
+            return CsvStop(first + _lines_in(before), f"field larger than field limit ({OFFICIAL_FIELD_LIMIT})")
+    return None
+
+
 def csv_rows(path: Path) -> Iterator[CsvRow]:
-    """The run's records under the official reading (``csv.reader``, tab, default quoting)."""
+    """The run's records under the official reading (``csv.reader``, tab, default quoting, csv's
+    default field limit); :class:`CsvStop` where csv.reader raises (the official scripts stop there)."""
+    if csv.field_size_limit() < OFFICIAL_FIELD_LIMIT:
+        csv.field_size_limit(OFFICIAL_FIELD_LIMIT)  # a lower limit would stop where the scripts go on
     with open_text(path) as handle:
         reader = csv.reader(handle, delimiter="\t")
         last = 0
-        for fields in reader:
-            yield CsvRow(fields, last + 1, reader.line_num)
-            last = reader.line_num
+        try:
+            for fields in reader:
+                stop = _over_limit(fields, last + 1)
+                if stop is not None:
+                    raise stop
+                yield CsvRow(fields, last + 1, reader.line_num)
+                last = reader.line_num
+        except csv.Error as exc:
+            raise CsvStop(max(reader.line_num, last + 1), str(exc)) from None
 
 
-def swallowed(path: Path) -> list[Swallowed]:
-    """Every record that spans several lines, with the lines (and their topics) it absorbs."""
-    spans = [row for row in csv_rows(path) if row.last_line > row.first_line]
-    if not spans:
-        return []
+def _physical(path: Path) -> list[str]:
     with open_text(path) as handle:
-        physical = list(handle)  # the lines csv.reader iterates over (\n, \r\n or \r)
-    out = []
-    for row in spans:
-        taken = [(n, physical[n - 1].split("\t", 1)[0].strip()) for n in range(row.first_line + 1, row.last_line + 1)
-                 if n - 1 < len(physical) and physical[n - 1].strip()]
-        if taken:
-            out.append(Swallowed(row.topic or "", row.first_line, taken))
-    return out
+        return list(handle)  # the lines csv.reader iterates over (\n, \r\n or \r)
+
+
+def _strip_newline(line: str) -> str:
+    return line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith(("\n", "\r")) else line
+
+
+def _taken(row: CsvRow, physical: list[str]) -> Swallowed | None:
+    """The non-blank lines after the first that ``row`` spans, with the topic written on each."""
+    taken = [(n, physical[n - 1].split("\t", 1)[0].strip()) for n in range(row.first_line + 1, row.last_line + 1)
+             if n - 1 < len(physical) and physical[n - 1].strip()]
+    return Swallowed(row.topic or "", row.first_line, taken) if taken else None
+
+
+def quoting(path: Path) -> tuple[list[Swallowed], list[Misread], CsvStop | None]:
+    """Every way the official reading departs from the written lines: records that swallow the
+    following lines, records read otherwise than written (a field that begins with ``"``), and
+    where csv.reader stops (then the lists cover what it read before)."""
+    rows: list[CsvRow] = []
+    stop: CsvStop | None = None
+    try:
+        rows.extend(csv_rows(path))
+    except CsvStop as exc:
+        stop = exc
+    physical = _physical(path)
+    taken_all: list[Swallowed] = []
+    misread: list[Misread] = []
+    for row in rows:
+        taken = _taken(row, physical)
+        if taken is not None:
+            taken_all.append(taken)
+            continue
+        if row.first_line > len(physical):
+            continue
+        written = _strip_newline(physical[row.first_line - 1]).split("\t")
+        if row.fields == written or (not row.fields and written == [""]):
+            continue  # read as written (a blank line is no record for csv)
+        column = next((i + 1 for i, f in enumerate(written) if f.startswith('"')), len(written))
+        misread.append(Misread(row.first_line, written[0], column, written, row.fields))
+    return taken_all, misread, stop
