@@ -8,7 +8,8 @@ The flow (docs/pipelines.md): a first stage's valid run → its top ``depth`` pe
 
 from sharedtask.rerank.candidates import Candidate, top_candidates
 from sharedtask.rerank.check import check_reranked
-from sharedtask.rerank.inputs import RERANK_FILE, RerankSummary, prepare_stage, read_rerank_input, write_rerank_input
+from sharedtask.rerank.inputs import (RERANK_FILE, RerankSummary, prepare_stage, read_rerank_input, stage_for,
+                                      summarize, write_rerank_input)
 
 __all__ = ["Candidate", "RERANK_FILE", "RerankSummary", "check_reranked", "prepare_stage", "read_rerank_input",
-           "top_candidates", "write_rerank_input"]
+           "stage_for", "summarize", "top_candidates", "write_rerank_input"]

@@ -39,6 +39,11 @@ class RerankSummary:
     candidates: int
     depth: int
     sha256: str
+    first_stage: str | None = None  # the run file the candidates came from
+
+    def to_json(self) -> dict[str, object]:
+        return {"input": str(self.path), "sha256": self.sha256, "depth": self.depth, "topics": self.topics,
+                "candidates": self.candidates, "first_stage_run": self.first_stage}
 
 
 def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: int | None = None) -> RerankSummary:
@@ -80,7 +85,7 @@ def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: i
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return RerankSummary(out, sum(1 for q in queries if candidates.get(q)), count, depth, sha256(out))
+    return RerankSummary(out, sum(1 for q in queries if candidates.get(q)), count, depth, sha256(out), str(run_file))
 
 
 def prepare_stage(task: Task, dataset: Path, run: Path, stage_dir: Path, depth: int | None = None) -> RerankSummary:
@@ -112,3 +117,23 @@ def read_rerank_input(path: Path) -> Iterator[Candidate]:
                 yield Candidate(str(obj["qid"]), str(obj["docno"]), int(obj["rank"]), float(obj["score"]))
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"not a readable gzip JSON Lines file ({exc})", line=lineno + 1) from None
+
+
+def summarize(path: Path) -> RerankSummary:
+    """The summary of an existing ``rerank.jsonl.gz`` (its depth: the most candidates of a topic)."""
+    per_topic: dict[str, int] = {}
+    for c in read_rerank_input(path):
+        per_topic[c.qid] = per_topic.get(c.qid, 0) + 1
+    return RerankSummary(path, len(per_topic), sum(per_topic.values()), max(per_topic.values(), default=0),
+                         sha256(path))
+
+
+def stage_for(task: Task, dataset: Path, input_run: Path, scratch: Path) -> RerankSummary:
+    """The stage a re-ranker of ``task`` reads: ``input_run`` itself when it already holds
+    ``rerank.jsonl.gz``, else a stage made in ``scratch`` from the run it holds."""
+    ready = input_run / RERANK_FILE if input_run.is_dir() else None
+    if ready is not None and ready.is_file():
+        return summarize(ready)
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    return prepare_stage(task, dataset, input_run, scratch)
