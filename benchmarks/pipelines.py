@@ -36,7 +36,7 @@ def bench(label: str, image: str, command: str, data: Path, out: Path, cpus: flo
                           record_dir=out, cpus=cpus, timeout="3h", max_output="4g", validate=False,
                           input_run=input_run)
     if not outcome.result.ok:
-        print(f"{label}: FAILED {outcome.result.status} {outcome.result.message}")
+        print(f"{label}: FAILED {outcome.result.status} {outcome.result.message}\n" + "\n".join(outcome.result.log_tail))
         return None
     print(f"{label:38} whole run {outcome.result.wall_seconds:7.1f} s   "
           f"peak {(outcome.result.peak_memory or 0) / 2**20:6.0f} MB", flush=True)
@@ -61,12 +61,14 @@ def main() -> int:
     p.add_argument("--argsme", type=Path, default=BENCH / "baselines-argsme")
     p.add_argument("--cpus", type=float, default=2.0)
     p.add_argument("--full", action="store_true", help="also the full dense run (slow)")
+    p.add_argument("--dense-image", help="use this dense image as it is (default: tira.yml's, rebuilt when out of date)")
     args = p.parse_args()
     from sharedtask.rerank import prepare_stage
     from sharedtask.spec import load_task
 
     data = ensure_corpus("argsme", args.argsme, 0)
-    bm25_image, dense_image = current_image("lucene-bm25"), current_image("dense-rerank")
+    bm25_image = current_image("lucene-bm25")
+    dense_image = args.dense_image or current_image("dense-rerank")
     with tempfile.TemporaryDirectory(prefix="bench-pipelines-") as tmp:
         work = Path(tmp)
         bm25 = bench("Lucene BM25 (first stage)", bm25_image, "python -m lucene_baseline --model bm25", data,
