@@ -1,0 +1,162 @@
+"""Run a document's `doc-test: run` blocks in order, as a reader would, in one scratch folder.
+
+The conventions (markers, placeholders, what the harness fills in) are in docs/contributing.md.
+Each block runs as one `bash` script with `set -eo pipefail`; the variables a block sets
+(`ORG=$(...)`) are kept for the blocks after it, as in a reader's terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from doc_blocks import REPO, Block, blocks
+
+OPTIONAL = re.compile(r"[ \t]*\[--[^\[\]\n]*\]")  # `[--json]`: an optional part of a command, left out
+RUN_PLACEHOLDER = re.compile(r"(?P<parent>[\w./-]*)/<run>(?=/)")
+# Image owners the documents use for a reader's own images; renamed so that a test never touches
+# an image someone else on this Docker daemon named so.
+IMAGE_OWNER = re.compile(r"(?<![\w./-])(?P<owner>me|team-a|team-b)/(?=[\w.-]+:)")
+DOC_PORT = "8000"
+DOC_POSTGRES = "127.0.0.1:5432"
+KEEP_OUT = {"PWD", "OLDPWD", "SHLVL", "_", "DOCTEST_ENV"}
+
+
+class DocFailure(AssertionError):
+    """A documented command did not do what its block says: where, what ran, what came out."""
+
+
+@dataclass
+class Services:
+    """What the harness puts in place of the documents' fixed addresses and names."""
+
+    port: int  # the real `sharedtask serve` port, for 8000
+    owner: str  # prefix of the image owners me/, team-a/, team-b/
+    postgres: str | None = None  # host:port of the test's PostgreSQL server, for 127.0.0.1:5432
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def fill(text: str, cwd: Path, services: Services, where: str) -> str:
+    """The block's text with optional parts dropped and placeholders filled."""
+    text = OPTIONAL.sub("", text)
+    text = IMAGE_OWNER.sub(lambda m: f"{services.owner}-{m['owner']}/", text)
+    text = text.replace(f"127.0.0.1:{DOC_PORT}", f"127.0.0.1:{services.port}")
+    text = text.replace(f"--port {DOC_PORT}", f"--port {services.port}")
+    if services.postgres:
+        text = text.replace(DOC_POSTGRES, services.postgres)
+
+    def newest_run(match: re.Match[str]) -> str:
+        parent = cwd / match["parent"]
+        runs = sorted((p for p in parent.glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime) \
+            if parent.is_dir() else []
+        if not runs:
+            raise DocFailure(f"{where}: <run> stands for a run folder under {match['parent']}/, but there is none "
+                             "(does an earlier block of this document make one?)")
+        return f"{match['parent']}/{runs[-1].name}"
+
+    return RUN_PLACEHOLDER.sub(newest_run, text)
+
+
+def checkout_view(scratch: Path) -> Path:
+    """A folder that looks like a checkout (the repository's tracked top-level entries, linked).
+
+    What a block writes there (out/, sharedtask-demo/) stays in the scratch folder.
+    """
+    view = scratch / "checkout"
+    if view.exists():
+        return view
+    view.mkdir()
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False).stdout
+    names = {name.split("/")[0] for name in tracked.decode().split("\0") if name} or \
+        {p.name for p in REPO.iterdir() if not p.name.startswith(".")}
+    for name in sorted(names):
+        (view / name).symlink_to(REPO / name)
+    return view
+
+
+class DocumentRun:
+    """One document's blocks, run in order in ``scratch``; servers it starts are stopped by close()."""
+
+    def __init__(self, path: Path, scratch: Path, services: Services) -> None:
+        self.path, self.scratch, self.services = path, scratch, services
+        self.env = {**os.environ, **services.env}
+        self.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), self.env.get("PATH", "")])
+        self.servers: list[subprocess.Popen[bytes]] = []
+        self.ran: list[str] = []
+
+    def run_all(self) -> None:
+        for block in blocks(self.path):
+            if block.marker is None or block.marker.action in ("skip", "synopsis"):
+                continue
+            self.run(block)
+
+    def run(self, block: Block) -> None:
+        marker = block.marker
+        assert marker is not None
+        cwd = checkout_view(self.scratch) if marker.checkout else self.scratch
+        if marker.action == "file":
+            (cwd / marker.name).write_text(fill(block.text, cwd, self.services, block.where), encoding="utf-8")
+            self.ran.append(block.where)
+            return
+        if marker.action == "serve":
+            self._serve(block, cwd)
+            return
+        setup = fill(marker.setup, cwd, self.services, block.where) + "\n" if marker.setup else ""
+        script = fill(block.text, cwd, self.services, block.where)
+        state = self.scratch / ".doc-test-env"
+        env = {**self.env, "DOCTEST_ENV": str(state)}
+        prelude = 'set -eo pipefail\ntrap \'env -0 > "$DOCTEST_ENV"\' EXIT\n'
+        try:
+            done = subprocess.run(["bash", "-c", prelude + setup + script], cwd=cwd, env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
+        except subprocess.TimeoutExpired as exc:  # a hang guard, not a timing check
+            raise DocFailure(f"{block.where}: still running after {exc.timeout} s:\n{script}") from None
+        self._keep_variables(state)
+        problems = []
+        if done.returncode != marker.exit:
+            problems.append(f"exit status {done.returncode}, the block expects {marker.exit}")
+        problems += [f"the output lacks {text!r}" for text in marker.expect if text not in done.stdout]
+        if problems:
+            raise DocFailure(f"{block.where}: {'; '.join(problems)}\n--- ran (in {cwd}):\n{setup}{script}"
+                             f"--- output (last 4000 characters):\n{done.stdout[-4000:]}")
+        self.ran.append(block.where)
+
+    def _keep_variables(self, state: Path) -> None:
+        if not state.exists():
+            return
+        for item in state.read_bytes().decode("utf-8", "replace").split("\0"):
+            name, eq, value = item.partition("=")
+            if eq and name not in KEEP_OUT and self.env.get(name) != value and name != "DOCTEST_ENV":
+                self.env[name] = value
+        state.unlink()
+
+    def _serve(self, block: Block, cwd: Path) -> None:
+        from service_helpers import wait_until_up
+
+        script = fill(block.text, cwd, self.services, block.where)
+        log = open(self.scratch / f"serve-{len(self.servers)}.log", "wb")
+        process = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=self.env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.servers.append(process)
+        try:
+            wait_until_up(f"http://127.0.0.1:{self.services.port}")
+        except AssertionError:
+            raise DocFailure(f"{block.where}: the server did not answer on port {self.services.port}:\n{script}\n"
+                             + (self.scratch / f"serve-{len(self.servers) - 1}.log").read_text()) from None
+        self.ran.append(block.where)
+
+    def close(self) -> None:
+        """Stop the servers this run started (their own process groups, by id)."""
+        for process in self.servers:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
