@@ -2,7 +2,7 @@
 
 The conventions (markers, placeholders, what the harness fills in) are in docs/contributing.md.
 Each block runs as one `bash` script with `set -eo pipefail`; the variables a block sets
-(`ORG=$(...)`) are kept for the blocks after it, as in a reader's terminal.
+(`ORG=$(...)`; `set -a` exports them) are kept for the blocks after it, as in a reader's terminal.
 """
 
 from __future__ import annotations
@@ -24,6 +24,16 @@ RUN_PLACEHOLDER = re.compile(r"(?P<parent>[\w./-]*)/<run>(?=/)")
 IMAGE_OWNER = re.compile(r"(?<![\w./-])(?P<owner>me|team-a|team-b)/(?=[\w.-]+:)")
 DOC_PORT = "8000"
 DOC_POSTGRES = "127.0.0.1:5432"
+NEWEST = "doc_test_newest_run"
+PRELUDE = f"""set -a -eo pipefail
+trap 'env -0 > "$DOCTEST_ENV"' EXIT
+{NEWEST}() {{
+    local found
+    found=$(ls -1td -- "$1"/*/ 2>/dev/null | head -n 1)
+    [ -n "$found" ] || echo "doc-test: <run> stands for a run folder under $1/, but there is none" >&2
+    printf '%s' "${{found%/}}"
+}}
+"""
 KEEP_OUT = {"PWD", "OLDPWD", "SHLVL", "_", "DOCTEST_ENV"}
 
 
@@ -41,7 +51,7 @@ class Services:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def fill(text: str, cwd: Path, services: Services, where: str) -> str:
+def fill(text: str, services: Services) -> str:
     """The block's text with optional parts dropped and placeholders filled."""
     text = OPTIONAL.sub("", text)
     text = IMAGE_OWNER.sub(lambda m: f"{services.owner}-{m['owner']}/", text)
@@ -50,16 +60,9 @@ def fill(text: str, cwd: Path, services: Services, where: str) -> str:
     if services.postgres:
         text = text.replace(DOC_POSTGRES, services.postgres)
 
-    def newest_run(match: re.Match[str]) -> str:
-        parent = cwd / match["parent"]
-        runs = sorted((p for p in parent.glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime) \
-            if parent.is_dir() else []
-        if not runs:
-            raise DocFailure(f"{where}: <run> stands for a run folder under {match['parent']}/, but there is none "
-                             "(does an earlier block of this document make one?)")
-        return f"{match['parent']}/{runs[-1].name}"
-
-    return RUN_PLACEHOLDER.sub(newest_run, text)
+    # `<run>` is the newest folder under its parent when the command runs (an earlier command of
+    # the same block may make it): a shell function of the prelude finds it.
+    return RUN_PLACEHOLDER.sub(lambda m: f"$({NEWEST} {m['parent'] or '.'})", text)
 
 
 def checkout_view(scratch: Path) -> Path:
@@ -100,19 +103,18 @@ class DocumentRun:
         assert marker is not None
         cwd = checkout_view(self.scratch) if marker.checkout else self.scratch
         if marker.action == "file":
-            (cwd / marker.name).write_text(fill(block.text, cwd, self.services, block.where), encoding="utf-8")
+            (cwd / marker.name).write_text(fill(block.text, self.services), encoding="utf-8")
             self.ran.append(block.where)
             return
         if marker.action == "serve":
             self._serve(block, cwd)
             return
-        setup = fill(marker.setup, cwd, self.services, block.where) + "\n" if marker.setup else ""
-        script = fill(block.text, cwd, self.services, block.where)
+        setup = fill(marker.setup, self.services) + "\n" if marker.setup else ""
+        script = fill(block.text, self.services)
         state = self.scratch / ".doc-test-env"
         env = {**self.env, "DOCTEST_ENV": str(state)}
-        prelude = 'set -eo pipefail\ntrap \'env -0 > "$DOCTEST_ENV"\' EXIT\n'
         try:
-            done = subprocess.run(["bash", "-c", prelude + setup + script], cwd=cwd, env=env, text=True,
+            done = subprocess.run(["bash", "-c", PRELUDE + setup + script], cwd=cwd, env=env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
         except subprocess.TimeoutExpired as exc:  # a hang guard, not a timing check
             raise DocFailure(f"{block.where}: still running after {exc.timeout} s:\n{script}") from None
@@ -138,7 +140,7 @@ class DocumentRun:
     def _serve(self, block: Block, cwd: Path) -> None:
         from service_helpers import wait_until_up
 
-        script = fill(block.text, cwd, self.services, block.where)
+        script = fill(block.text, self.services)
         log = open(self.scratch / f"serve-{len(self.servers)}.log", "wb")
         process = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=self.env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
