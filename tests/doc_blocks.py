@@ -159,7 +159,7 @@ def is_shell(block: Block) -> bool:
     words = first_words(block.text)
     if not words:
         return False
-    word = words[0]
+    word = words[0].rsplit("/", 1)[-1]  # .venv/bin/pytest, ./setup.sh: the command's own name
     if word in KNOWN_COMMANDS:
         return True
     return bool(re.fullmatch(r"[\w.+-]+", word)) and shutil.which(word) is not None
