@@ -89,6 +89,8 @@ class DocumentRun:
         self.path, self.scratch, self.services = path, scratch, services
         self.env = {**os.environ, **services.env}
         self.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), self.env.get("PATH", "")])
+        # the blocks' own data store: what they place is theirs, and nothing another test placed leaks in
+        self.env["SHAREDTASK_DATA"] = str(scratch / ".data")
         self.servers: list[subprocess.Popen[bytes]] = []
         self.ran: list[str] = []
 

@@ -210,3 +210,21 @@ def test_a_broken_command_fails_the_doc_test(tmp_path: Path) -> None:
     doc.write_text(doc.read_text().replace('expect="no-such-task"', 'expect="is not there"'))
     with pytest.raises(DocFailure, match=r"page\.md:10: the output lacks 'is not there'"):
         DocumentRun(doc, scratch, Services(port=free_port(), owner="unused")).run_all()
+
+
+# ----------------------------------------------------------------------------- Python sessions
+
+SESSIONS = [b for b in ALL_BLOCKS if b.text.lstrip().startswith(">>>")]
+
+
+@pytest.mark.parametrize("block", SESSIONS, ids=lambda b: b.where)
+def test_a_python_session_gives_the_output_it_shows(block: Block) -> None:
+    """A `>>>` block is a doctest: each statement runs and prints what the document says it prints."""
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(block.text, {}, block.where, str(block.path), block.line)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    report: list[str] = []
+    runner.run(test, out=report.append)
+    assert runner.summarize(verbose=False).failed == 0, "".join(report)
+    assert test.examples, f"{block.where}: no statement found"
