@@ -90,5 +90,6 @@ fi
 case "$MODE" in
     install) say "done: activate with 'source $VENV/bin/activate', then run 'sharedtask --help'" ;;
     test) say "running the test suite"; exec "$VENV/bin/python" -m pytest "$@" ;;
-    demo) say "running the demo on the bundled samples"; exec "$VENV/bin/sharedtask" demo "$@" ;;
+    demo) say "running the demo on the bundled samples (then 'source $VENV/bin/activate' puts sharedtask on the PATH)"
+          exec "$VENV/bin/sharedtask" demo "$@" ;;
 esac
