@@ -228,3 +228,28 @@ def test_a_python_session_gives_the_output_it_shows(block: Block) -> None:
     runner.run(test, out=report.append)
     assert runner.summarize(verbose=False).failed == 0, "".join(report)
     assert test.examples, f"{block.where}: no statement found"
+
+
+# ----------------------------------------------------------------------------- benchmark commands
+
+
+def test_every_benchmark_the_documents_quote_exists_with_its_flags() -> None:
+    """`python benchmarks/NAME.py --flag ...`, as quoted with a figure, names a script and flags it has.
+
+    Read from the script's source (its argparse calls), not run: a benchmark's --help may import
+    what only the `bench` extra installs.
+    """
+    from doc_blocks import REPO
+
+    wrong = []
+    for doc in documents():
+        for match in re.finditer(r"benchmarks/(\w+)\.py([^`);]*)", doc.read_text(encoding="utf-8")):
+            script = REPO / "benchmarks" / f"{match[1]}.py"
+            if not script.exists():
+                wrong.append(f"{doc.name}: benchmarks/{match[1]}.py does not exist")
+                continue
+            source = script.read_text(encoding="utf-8")
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", match[2]):
+                if not re.search(rf"""add_argument\(\s*(["'][^"']*["']\s*,\s*)*["']{flag}["']""", source):
+                    wrong.append(f"{doc.name}: benchmarks/{match[1]}.py has no {flag}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
