@@ -29,7 +29,7 @@ PRELUDE = f"""set -a -eo pipefail
 trap 'env -0 > "$DOCTEST_ENV"' EXIT
 {NEWEST}() {{
     local found
-    found=$(ls -1td -- "$1"/*/ 2>/dev/null | head -n 1)
+    found=$(ls -1td -- "$1"/*/ 2>/dev/null | head -n 1) || true
     [ -n "$found" ] || echo "doc-test: <run> stands for a run folder under $1/, but there is none" >&2
     printf '%s' "${{found%/}}"
 }}
