@@ -38,6 +38,8 @@ class MarkerError(ValueError):
 
 @dataclass(frozen=True)
 class Marker:
+    """What the comment before a block says: its action and the action's options."""
+
     action: str
     reason: str = ""
     name: str = ""
@@ -47,8 +49,15 @@ class Marker:
     checkout: bool = False
 
 
+def shown(path: Path) -> str:
+    """A document's name in messages: relative to the repository when it is in it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 @dataclass
 class Block:
+    """One code block of a document, where it starts, and its marker (None: unmarked)."""
+
     path: Path
     line: int  # 1-based line of the block's first line
     text: str
@@ -58,7 +67,7 @@ class Block:
     where: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.where = f"{self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path}:{self.line}"
+        self.where = f"{shown(self.path)}:{self.line}"
 
 
 def parse_marker(body: str, where: str) -> Marker:
@@ -116,8 +125,8 @@ def blocks(path: Path) -> list[Block]:
         line = token.map[0] + 1 if token.map else 0
         if token.type == "html_block" and (match := MARKER.search(token.content)):
             if pending is not None:
-                raise MarkerError(f"{path}:{pending[1]}: doc-test marker not followed by a code block")
-            pending = (parse_marker(match["body"], f"{path}:{line}"), line)
+                raise MarkerError(f"{shown(path)}:{pending[1]}: doc-test marker not followed by a code block")
+            pending = (parse_marker(match["body"], f"{shown(path)}:{line}"), line)
             continue
         if token.type in ("code_block", "fence"):
             block = Block(path, line + (1 if token.type == "fence" else 0), token.content, token.info.strip())
@@ -126,9 +135,9 @@ def blocks(path: Path) -> list[Block]:
                 pending = None
             found.append(block)
         elif pending is not None:
-            raise MarkerError(f"{path}:{pending[1]}: doc-test marker not followed by a code block")
+            raise MarkerError(f"{shown(path)}:{pending[1]}: doc-test marker not followed by a code block")
     if pending is not None:
-        raise MarkerError(f"{path}:{pending[1]}: doc-test marker not followed by a code block")
+        raise MarkerError(f"{shown(path)}:{pending[1]}: doc-test marker not followed by a code block")
     return found
 
 
