@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,7 @@ class DocumentRun:
         self.env["SHAREDTASK_DATA"] = str(scratch / ".data")
         self.servers: list[subprocess.Popen[bytes]] = []
         self.ran: list[str] = []
+        self.seconds: dict[str, float] = {}  # wall time per block, printed for whoever tunes the test's cost
 
     def run_all(self) -> None:
         for block in blocks(self.path):
@@ -101,6 +103,13 @@ class DocumentRun:
             self.run(block)
 
     def run(self, block: Block) -> None:
+        start = time.monotonic()
+        try:
+            self._run(block)
+        finally:
+            self.seconds[block.where] = time.monotonic() - start
+
+    def _run(self, block: Block) -> None:
         marker = block.marker
         assert marker is not None
         cwd = checkout_view(self.scratch) if marker.checkout else self.scratch

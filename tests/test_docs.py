@@ -176,6 +176,7 @@ def test_every_runnable_block_runs_as_written(doc: Path, request: pytest.Fixture
         run.run_all()
     finally:
         run.close()
+        print("\n".join(f"{where}: {seconds:.1f} s" for where, seconds in run.seconds.items()))
         for image in docker_client.images.list():
             for tag in image.tags:
                 if tag.startswith(services.owner):  # only the images these blocks built
