@@ -1,7 +1,7 @@
 """Every documented command runs as written (issue 31).
 
-README.md and docs/*.md mark each shell block with a doc-test marker (docs/contributing.md,
-"Commands in the documentation"): the markers are checked here without Docker, and the
+README.md and docs/*.md mark each shell block with a doc-test marker (docs/contributing.md):
+the markers, the synopsis and the quoted benchmark commands are checked here without Docker, and the
 `run` blocks are run in order, in a scratch folder, against a real Docker daemon, a real
 `sharedtask serve` on loopback and a real PostgreSQL server (the suite's own fixtures).
 """
