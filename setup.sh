@@ -47,9 +47,11 @@ if [ "$(id -u)" = 0 ]; then bash docker/setup.sh; else sudo bash docker/setup.sh
 # 3. Test tools from Debian, test mode only: chromium (headless browser for the report and
 #    service pages), busybox-static (the tiny FROM-scratch images the service tests upload),
 #    postgresql (the service's database tests start their own server on a loopback port),
-#    gcc (the ARQMath conversion's C reader, which the tests build and compare with Python) --
+#    gcc (the ARQMath conversion's C reader, which the tests build and compare with Python),
+#    curl (the README's HTTP examples, which tests/test_docs.py runs as written) --
 if [ "$MODE" = test ]; then
     MISSING=""
+    command -v curl >/dev/null 2>&1 || MISSING="$MISSING curl"
     command -v cc >/dev/null 2>&1 || MISSING="$MISSING gcc libc6-dev"
     command -v chromium >/dev/null 2>&1 || MISSING="$MISSING chromium"
     dpkg -s busybox-static >/dev/null 2>&1 || MISSING="$MISSING busybox-static"
@@ -88,5 +90,6 @@ fi
 case "$MODE" in
     install) say "done: activate with 'source $VENV/bin/activate', then run 'sharedtask --help'" ;;
     test) say "running the test suite"; exec "$VENV/bin/python" -m pytest "$@" ;;
-    demo) say "running the demo on the bundled samples"; exec "$VENV/bin/sharedtask" demo "$@" ;;
+    demo) say "running the demo on the bundled samples (then 'source $VENV/bin/activate' puts sharedtask on the PATH)"
+          exec "$VENV/bin/sharedtask" demo "$@" ;;
 esac

@@ -144,6 +144,7 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("check-input",): ["check-input", "--task", "TASK_ID", "SAMPLE/input"],
     ("validate",): ["validate", "SAMPLE/run.txt", "--task", "TASK_ID"],
     ("run",): ["run", "--task", "TASK_ID", "--image", "does-not-exist:1"],
+    ("rerank-input",): ["rerank-input", "--task", "TASK_ID", "--run", "SAMPLE/run.txt", "--out", "new-folder"],
     ("evaluate",): ["evaluate", "SAMPLE/run.txt", "--task", "TASK_ID", "--truth", "SAMPLE/truth"],
     ("baseline", "run"): ["baseline", "run", "lucene-bm25", "--task", "TASK_ID"],
     ("demo",): ["demo", "--task", "TASK_ID"],

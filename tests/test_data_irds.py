@@ -5,9 +5,12 @@ bundled samples, which are in the organizers' formats, stand in for the official
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import importlib.util
@@ -17,6 +20,7 @@ import pytest
 
 from sharedtask.cli import main
 from sharedtask.data import registry
+from sharedtask.errors import SharedTaskError
 
 if importlib.util.find_spec("ir_datasets") is None:  # not imported here: it reads its home once, at import
     pytest.skip("ir_datasets is not installed", allow_module_level=True)
@@ -121,11 +125,110 @@ def test_quality_qrels_from_a_source_that_is_not_the_official_one_are_refused(ca
     assert not list((tmp_path / "store").rglob("qrels-quality.txt*"))
 
 
-def test_every_touche_truth_file_has_a_checksum() -> None:
-    """Issue 27: each Touché truth file the registry names carries the organizers' checksum (the
-    md5 of the file itself, or of the file its records are written from)."""
+def test_every_touche_file_has_a_checksum() -> None:
+    """Issue 27: each Touché file the registry names carries the organizers' checksum (the md5 of
+    the file itself, of the file its records are written from, or of the archive it is extracted
+    from)."""
     registry.all_datasets.cache_clear()
     for ds in registry.all_datasets().values():
         if ds.task.startswith("touche"):
-            for f in ds.role("truth"):
+            for f in ds.files:
                 assert f.md5 or f.sha256 or f.source_md5, (ds.id, f.target)
+                assert not f.extract or f.md5, (ds.id, f.target)  # an extracted file: the archive's md5
+
+
+@pytest.mark.parametrize("dataset_id", ["touche-2020-task1/test", "touche-2021-task1/test"])
+def test_the_topics_archive_pins_are_the_ones_ir_datasets_downloads_and_checks(dataset_id: str) -> None:
+    """The registry's URL, member, md5 and size of each topics zip are those of the object
+    ir_datasets reads the topics from (its ZipExtract over a Download with expected_md5)."""
+    import ir_datasets
+
+    registry.all_datasets.cache_clear()
+    ds = registry.get_dataset(dataset_id)
+    topics = ds.file("input/topics.xml")
+    assert topics is not None and topics.irds == "queries"
+    with contextlib.redirect_stdout(io.StringIO()):
+        extract = ir_datasets.load(ds.irds).queries_handler()._source._streamer  # ir_datasets 0.6.3: Cache(ZipExtract)
+    assert extract.zip_path == topics.extract
+    assert extract.dlc.expected_md5 == topics.md5
+    assert [m.url for m in extract.dlc.mirrors] == [topics.url]
+    assert extract.dlc._size_hint == topics.size
+
+
+def _zip(path: Path, member: str, data: bytes) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(member, data)
+    return path
+
+
+@pytest.fixture
+def topics_zip(catalogue, repo_root, tmp_path) -> tuple[Path, bytes]:
+    """The organizers' topics zip as a fixture (the sample topics as its member), with the
+    registry's md5 and size of the official zip replaced by this one's."""
+    data = (repo_root / "tasks/samples/touche-2020/input/topics.xml").read_bytes()
+    (tmp_path / "release").mkdir()
+    archive = _zip(tmp_path / "release" / "topics-task-1.zip", "topics-task-1.xml", data)
+    reg = catalogue / "datasets" / "touche.yml"
+    reg.write_text(reg.read_text().replace("9605104435165a6b01b737464596eba4", _md5(archive))
+                   .replace("size: 8768,", f"size: {archive.stat().st_size},"))
+    registry.all_datasets.cache_clear()
+    return archive, data
+
+
+def _manifest(store: Path, dataset: str) -> dict:
+    return json.loads((store / "datasets" / dataset / "manifest.json").read_text())["files"]
+
+
+def test_topics_imported_from_the_organizers_zip_are_checked_by_its_md5(topics_zip, capsys, tmp_path):
+    archive, data = topics_zip
+    main(["data", "import", "touche-2020-task1/test", "--from", str(archive.parent)])  # args.me stays missing
+    capsys.readouterr()
+    placed = tmp_path / "store/datasets/touche-2020-task1/test/input/topics.xml"
+    assert placed.read_bytes() == data
+    assert _manifest(tmp_path / "store", "touche-2020-task1/test")["input/topics.xml"]["source"].endswith(".zip")
+    assert main(["data", "verify", "touche-2020-task1/test", "--json"]) == 1  # args.me is not placed
+    checks = {c["path"]: c for c in json.loads(capsys.readouterr().out)["files"]}
+    assert checks["input/topics.xml"]["ok"] and "archive with md5" in checks["input/topics.xml"]["detail"]
+
+
+def test_a_topics_zip_that_is_not_the_official_one_is_refused(topics_zip, capsys, tmp_path):
+    archive, data = topics_zip
+    _zip(archive, "topics-task-1.xml", data.replace(b"tenure", b"tenurE"))  # one letter of the topics
+    assert main(["data", "import", "touche-2020-task1/test", "--from", str(archive.parent)]) == 2
+    err = capsys.readouterr().err
+    assert "md5 is" in err and "the registry expects" in err and str(archive) in err
+    assert not (tmp_path / "store/datasets/touche-2020-task1/test/input/topics.xml").exists()
+
+
+def test_data_fetch_takes_the_topics_from_the_zip_and_checks_it(topics_zip, capsys, tmp_path):
+    """Over a real HTTP server on 127.0.0.1 serving the zip under its official name."""
+    from sharedtask.data import store
+    from test_data_fetch import _Server
+
+    archive, data = topics_zip
+    server = _Server()
+    try:
+        server.files["topics-task-1.zip"] = archive.read_bytes()
+        ds = registry.get_dataset("touche-2020-task1/test")
+        with pytest.raises(SharedTaskError, match="HTTP 404"):  # the args.me parts are not served
+            store.assemble(ds, download=True, mirror=server.url, show_progress=False)
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+    placed = tmp_path / "store/datasets/touche-2020-task1/test/input/topics.xml"
+    assert placed.read_bytes() == data
+    assert _manifest(tmp_path / "store", "touche-2020-task1/test")["input/topics.xml"]["source"] == ds.file(
+        "input/topics.xml").url
+
+
+def test_without_a_download_the_topics_come_through_ir_datasets(topics_zip, capsys, tmp_path, irds_home):
+    from sharedtask.data import store
+
+    ds = registry.get_dataset("touche-2020-task1/test")
+    store.assemble(ds, show_progress=False)
+    placed = tmp_path / "store/datasets/touche-2020-task1/test/input/topics.xml"
+    assert placed.read_bytes() == (irds_home / "touche/2020/task-1/queries.xml").read_bytes()
+    entry = _manifest(tmp_path / "store", "touche-2020-task1/test")["input/topics.xml"]
+    assert entry["source"].startswith("irds:")
+    (check,) = [c for c in store.verify(ds, show_progress=False) if c.target == "input/topics.xml"]
+    assert check.ok and "through ir_datasets, which checks the archive's md5" in check.detail

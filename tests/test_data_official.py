@@ -201,7 +201,10 @@ def test_run_and_demo_take_a_registry_dataset_by_name(tmp_path, capsys, repo_roo
     assert (dataset.input_dir / "topics.xml").is_file() and any(dataset.truth_dir.iterdir())
 
 
-def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_root):
+def _refused_registry(tmp_path: Path, monkeypatch, repo_root: Path, name: str, old: str, new: str,
+                      match: str) -> None:
+    """A copy of tasks/ whose registry file ``name`` has ``old`` replaced by ``new`` is refused
+    on load with an error matching ``match``."""
     import shutil
 
     from sharedtask.data import registry
@@ -209,17 +212,29 @@ def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_
 
     tasks = tmp_path / "tasks"
     shutil.copytree(repo_root / "tasks", tasks)
-    bad = tasks / "datasets" / "arqmath.yml"
-    bad.write_text(bad.read_text().replace("sha256: 16b09495", "sha256: 16b0949X", 1))
+    bad = tasks / "datasets" / name
+    bad.write_text(bad.read_text().replace(old, new, 1))
     monkeypatch.setenv("SHAREDTASK_TASKS", str(tasks))
     registry.all_datasets.cache_clear()
     registry._schema.cache_clear()
     try:
-        with pytest.raises(SpecError, match=r"arqmath\.yml: datasets\.arqmath-3-task1/test\.files\[1\]\.sha256"):
+        with pytest.raises(SpecError, match=match):
             registry.all_datasets()
     finally:
         registry.all_datasets.cache_clear()
         registry._schema.cache_clear()
+
+
+def test_registry_errors_name_the_file_and_the_path(tmp_path, monkeypatch, repo_root):
+    _refused_registry(tmp_path, monkeypatch, repo_root, "arqmath.yml", "sha256: 16b09495", "sha256: 16b0949X",
+                      r"arqmath\.yml: datasets\.arqmath-3-task1/test\.files\[1\]\.sha256")
+
+
+def test_an_irds_file_with_an_archive_url_needs_its_member_and_md5(tmp_path, monkeypatch, repo_root):
+    """irds: with url: names the organizers' archive ir_datasets extracts the file from: without the
+    member (extract) and the archive's md5 there would be nothing to check, so the schema refuses it."""
+    _refused_registry(tmp_path, monkeypatch, repo_root, "touche.yml", "extract: topics-task-1.xml,", "",
+                      r"touche\.yml: datasets\.touche-2020-task1/test\.files\[0\]")
 
 
 # --- placed official truth is re-checked at every evaluation (issue 27, point 4) ----------------

@@ -10,8 +10,9 @@ from the organizers' scripts (approach0/pya0 mirrors them):
 - ARQMath-3 Task 3: ``eval-arqmath3/task3/evaluate_task3_results_manual.py`` (pya0 f2852c9) and
   ``evaluate_task3_results_automatic.py`` (ARQMathCode, ARQMath-3) with our tokenizer in place of
   MathBERTa's (the only part that needs a model hub);
-- Touché: ``clef21/evaluate.py`` as the issue tracker and the Touché overview describe it (the
-  script itself is not reachable from here): rank-sorted top 5 with every line counted,
+- Touché: ``clef21/evaluate.py`` as the issue tracker and the Touché overview describe it
+  (tests/test_evaluate_touche_script.py transcribes the script itself, touche-webis-de/touche-code
+  82329a4, line by line): rank-sorted top 5 with every line counted,
   unjudged dropped, -2 -> 0, topics without a judged document in the top 5 or without a
   positive judgment left out. Where the script sorts equal ranks in an unspecified order we
   compare only topics without rank ties in the top 5;

@@ -9,11 +9,13 @@ from the organizers' scripts (never their code itself), each citing script, comm
   measures (lines 9-10, 23-24, 37-38, 51-52), anything else is trec_eval's mean (pytrec_eval
   reading the prime file, as trec_eval does);
 - ARQMath Task 1 and Touché, **unranked topics**: the transcriptions of test_evaluate_fidelity
-  (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there);
+  (arqmath_to_prim_task1.py, pya0 2c9e163; Touché's clef21/evaluate.py as described there, and
+  line by line from the script in tests/test_evaluate_touche_script.py);
 - MathQA, the published check: ``evaluate_test_correctness.ipynb`` cell 3 with ``solver.py`` and
-  ``utils.py`` (ongzexuan/mathqa-evaluation 9842c46), transcribed for the four arithmetic
-  operators, problems with up to 12 numbers (``n1`` replaced inside ``n10``), zero values and
-  options without a number;
+  ``utils.py`` (ongzexuan/mathqa-evaluation 9842c46), transcribed for all 53 operators of
+  solver.py's function_switch (data/operators.txt), problems with up to 12 numbers (``n1``
+  replaced inside ``n10``), zero values and options without a number; where an intermediate
+  value passes 1e100 our calculator refuses by design (not compared, counted as an event);
 - EXAM Cover, **unranked topics**: ``exam_cover_metric.py`` (TREMA-UNH/rubric-grading-workbench
   156f9e2), transcribed in _workbench_exam_cover with the lines it follows;
 - ARQMath-3 Task 3, **quoted answers and repeated topics**: ``evaluate_task3_results_manual.py``
@@ -35,6 +37,7 @@ import json
 import math
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
 
@@ -403,15 +406,102 @@ def _suite_nargs(text: str) -> list[str]:
     return out
 
 
+def _f36(x: float) -> int:
+    """math.factorial as the notebook's Python 3.6.10 (its kernel metadata) takes a float: whole
+    and >= 0 (else ValueError); Python 3.10+ refuses every float, so we convert here."""
+    if isinstance(x, complex) or not float(x).is_integer() or x < 0:
+        raise Undefined(f"factorial({x})")
+    return math.factorial(int(x))
+
+
+def _suite_assert(ok: bool) -> None:
+    if not ok:
+        raise Undefined("assert")
+
+
+def _suite_gcd(a: float, b: float) -> int:
+    return math.gcd(int(a), int(b))
+
+
+#: solver.py's function_switch (9842c46, lines 232-286), each function transcribed from its
+#: lines. Two follow what the notebook's recorded run computed rather than the committed file:
+#: ``choose`` as the commented-out line 135 (math.comb, line 136, does not exist in the
+#: notebook's Python 3.6.10), and ``factorial`` without the > 50 refusal of lines 52-53 (its
+#: recorded output scores factorial(59) and factorial(58), test problems 1402 and 1958).
+_SUITE_OPS: dict[str, Callable[..., float]] = {
+    "log": lambda a: math.log(a),  # 9-10
+    "sqrt": lambda a: math.sqrt(a),  # 13-14
+    "floor": lambda a: math.floor(a),  # 17-18
+    "square_area": lambda a: a * a,  # 21-22
+    "circle_area": lambda a: math.pi * a * a,  # 25-26
+    "circumface": lambda a: 2.0 * math.pi * a,  # 29-30
+    "inverse": lambda a: 1.0 / a,  # 33-34
+    "negate": lambda a: -a,  # 37-38
+    "cube_edge_by_volume": lambda a: a ** (1 / 3),  # 41-42
+    "volume_cube": lambda a: a ** 3,  # 45-46
+    "factorial": _f36,  # 49-54
+    "square_perimeter": lambda a: 4 * a,  # 57-58
+    "square_edge_by_perimeter": lambda a: a / 4,  # 61-62
+    "square_edge_by_area": lambda a: a ** (1 / 2),  # 65-66
+    "surface_sphere": lambda a: 4 * math.pi * a * a,  # 69-70
+    "volume_sphere": lambda a: 4 / 3 * math.pi * (a ** 3),  # 73-74
+    "rhombus_perimeter": lambda a: 4 * a,  # 77-78
+    "negate_prob": lambda a: (_suite_assert(0 <= a <= 1), 1 - a)[1],  # 81-83
+    "tangent": lambda a: math.tan(a),  # 86-87
+    "sine": lambda a: math.sin(a),  # 90-91
+    "cosine": lambda a: math.cos(a),  # 94-95
+    "surface_cube": lambda a: 6 * a * a,  # 98-99
+    "add": lambda a, b: a + b,  # 102-103
+    "subtract": lambda a, b: a - b,  # 106-107
+    "multiply": lambda a, b: a * b,  # 110-111
+    "divide": lambda a, b: a / b,  # 114-115
+    "max": lambda a, b: max(a, b),  # 118-119
+    "min": lambda a, b: min(a, b),  # 122-123
+    "power": lambda a, b: a ** b,  # 126-127
+    "speed": lambda a, b: a / b,  # 130-131
+    "choose": lambda a, b: _f36(a) / _f36(b) / _f36(a - b),  # 134-136 (line 135)
+    "rectangle_perimeter": lambda a, b: 2 * (a + b),  # 139-140
+    "surface_cylinder": lambda a, b: 2 * math.pi * a * (a + b),  # 143-144
+    "reminder": lambda a, b: divmod(a, b)[1],  # 147-148, the "reminder" key of line 247
+    "original_price_before_loss": lambda a, b: (_suite_assert(0 < (100 - a) <= 100), 100 / (100 - a) * b)[1],  # 151-153
+    "original_price_before_gain": lambda a, b: 100 / (100 + a) * b,  # 156-157
+    "lcm": lambda a, b: abs(a * b) // _suite_gcd(a, b),  # 160-161
+    "rectangle_area": lambda a, b: a * b,  # 164-165
+    "rhombus_area": lambda a, b: a * b / 2,  # 168-169
+    "volume_cylinder": lambda a, b: math.pi * a * a * b,  # 172-173
+    "triangle_area": lambda a, b: a * b / 2,  # 176-177
+    "gcd": _suite_gcd,  # 180-181
+    "p_after_gain": lambda a, b: a / 100 * b,  # 185-186
+    "permutation": lambda a, b: (_suite_assert((a - b) >= 0), _f36(a) / _f36(a - b))[1],  # 189-191
+    "diagonal": lambda a, b: (a ** 2 + b ** 2) ** (1 / 2),  # 194-195
+    "volume_cone": lambda a, b: math.pi / 3 * a * a * b,  # 198-199
+    "stream_speed": lambda a, b: (a + b) / 2,  # 202-203
+    "speed_in_still_water": lambda a, b: a * b * 2,  # 207-208
+    "volume_rectangular_prism": lambda a, b, c: a * b * c,  # 211-212
+    "triangle_area_three_edges": lambda a, b, c: (((a + b + c) / 2) * ((a + b + c) / 2 - a) * ((a + b + c) / 2 - b)
+                                                  * ((a + b + c) / 2 - c)) ** (1 / 2),  # 215-217
+    "quadrilateral_area": lambda a, b, c: a * (b + c) / 2,  # 220-221
+    "triangle_perimeter": lambda a, b, c: a + b + c,  # 224-225
+    "surface_rectangular_prism": lambda a, b, c: 2 * (a * b + b * c + a * c),  # 228-229
+}
+#: data/operators.txt (9842c46): every operator's arity
+_SUITE_ARITY = {name: _SUITE_OPS[name].__code__.co_argcount for name in _SUITE_OPS}
+
+
+class BeyondOurBound(Exception):
+    """An intermediate value beyond 1e100: sharedtask's calculator refuses it by design
+    (answers.programs.MAX_MAGNITUDE), the suite computes on; a stated difference, not compared."""
+
+
 def _suite_solve(formula: str, text: str) -> float:
     """solver.py fill_n_args (textual: n1 also inside n10) and solve_linear_program with
-    get_op_and_args / evaluate_args (9842c46, solver.py lines 289-350, 395-401), for the four
-    arithmetic operators the generator uses."""
+    get_op_and_args / evaluate_args (9842c46, solver.py lines 289-359, 398-403) over every
+    operator of function_switch. Undefined where the notebook raises (an exception in an
+    operator, a complex value that its final float() refuses, a bad reference)."""
     for i, arg in enumerate(_suite_nargs(text)):
         formula = formula.replace(f"n{i}", str(arg))
-    ops = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
-           "divide": lambda a, b: a / b}
     memory: list[float] = []
+    beyond = False
     for token in formula.split():
         token = token.strip()
         if not token:
@@ -430,12 +520,21 @@ def _suite_solve(formula: str, text: str) -> float:
                     args.append(float(arg))
                 except ValueError:
                     raise Undefined(arg) from None  # an n-arg the problem text does not have
+        if op not in _SUITE_OPS or len(args) != _SUITE_ARITY[op]:
+            raise Undefined(token)  # KeyError or TypeError in the notebook
         try:
-            memory.append(ops[op](*args))
-        except ZeroDivisionError:
-            raise Undefined(token) from None
+            value = _SUITE_OPS[op](*args)
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            raise Undefined(f"{token}: {exc}") from None
+        if isinstance(value, complex):
+            raise Undefined(f"{token}: complex")  # float() of the last value refuses it (or an op before)
+        if isinstance(value, float) and not math.isfinite(value) or abs(value) > 1e100:
+            beyond = True
+        memory.append(value)
     if not memory:
         raise Undefined("empty program")
+    if beyond:
+        raise BeyondOurBound(formula)
     return memory[-1]
 
 
@@ -465,6 +564,9 @@ def _notebook(problems: list[dict], programs: list[str], broken: set[int]) -> di
     return out
 
 
+_OPERATOR_NAMES = sorted(_SUITE_OPS)
+
+
 @st.composite
 def mathqa_case(draw):
     problems, programs = [], []
@@ -474,14 +576,21 @@ def mathqa_case(draw):
         problem = " ".join(f"w {n}" for n in numbers) + " ?"
         steps = []
         for k in range(draw(st.integers(1, 3))):
-            pool = [f"n{i}" for i in range(len(numbers))] + ["const_2", "const_100", "const_0_5"] + \
-                   [f"#{j}" for j in range(k)]
-            op = draw(st.sampled_from(["add", "subtract", "multiply", "divide"]))
-            steps.append(f"{op}({draw(st.sampled_from(pool))},{draw(st.sampled_from(pool))})")
+            pool = [f"n{i}" for i in range(len(numbers))] + ["const_2", "const_100", "const_0_5", "const_pi",
+                                                              "const_1", "const_3_6"] + [f"#{j}" for j in range(k)]
+            op = draw(st.sampled_from(_OPERATOR_NAMES))
+            steps.append(f"{op}({','.join(draw(st.sampled_from(pool)) for _ in range(_SUITE_ARITY[op]))})")
         values = [draw(st.sampled_from(["0", "1", "2", "3.5", "4", "5", "7.25", "10", "12", "50", "none of these"]))
                   for _ in range(5)]
+        correct = draw(st.sampled_from("abcde"))
+        try:  # the gold option near the suite's own value half the time, so that each operator's value counts
+            value = float(_suite_solve(" ".join(steps), problem))
+        except (Undefined, BeyondOurBound, OverflowError):
+            value = None
+        if value is not None and draw(st.booleans()):
+            values["abcde".index(correct)] = f"{value + draw(st.sampled_from([0.0, 0.0, 0.3, -0.45, 0.7])):.5f}"
         options = " , ".join(f"{letter} ) {v}" for letter, v in zip("abcde", values))
-        problems.append({"Problem": problem, "options": options, "correct": draw(st.sampled_from("abcde")),
+        problems.append({"Problem": problem, "options": options, "correct": correct,
                          "linear_formula": "add(n0,n0)|"})
         programs.append("|".join(steps) + "|")
     broken = set(draw(st.lists(st.integers(1, len(problems)), max_size=1)))
@@ -497,6 +606,12 @@ def test_mathqa_published_equals_the_notebook_check(case) -> None:
     except Undefined:
         event("the notebook stops")
         return
+    except BeyondOurBound:
+        event("a value beyond 1e100 (our calculator's bound, stated)")
+        return
+    for program, right in zip(programs, [theirs.get(str(i + 1)) for i in range(len(programs))]):
+        for step in program.split("|")[:-1]:
+            event(f"operator {step[:step.find('(')]}" + (" in a program counted right" if right else ""))
     event("some problem counted wrong" if 0.0 in theirs.values() else "all counted right")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -510,3 +625,114 @@ def test_mathqa_published_equals_the_notebook_check(case) -> None:
     assert result.per_topic["mathqa_published"] == theirs
     if theirs:
         assert abs(result.scores["mathqa_published"] - mean(theirs.values())) <= TOL
+
+
+@st.composite
+def mathqa_program(draw) -> tuple[str, str]:
+    """A problem text and a program of one to four steps over every operator of the suite."""
+    numbers = draw(st.lists(st.sampled_from(["0", "1", "2", "3", "4", "5", "7", "10", "12", "2.5", "0.5", "0.25",
+                                             "60", "100"]), min_size=1, max_size=12))
+    steps = []
+    for k in range(draw(st.integers(1, 4))):
+        pool = [f"n{i}" for i in range(len(numbers))] + ["const_2", "const_100", "const_0_5", "const_pi", "const_1",
+                                                          "const_3_6", "const_4"] + [f"#{j}" for j in range(k)] * 3
+        op = draw(st.sampled_from(_OPERATOR_NAMES))
+        steps.append(f"{op}({','.join(draw(st.sampled_from(pool)) for _ in range(_SUITE_ARITY[op]))})")
+    return " ".join(f"w {n}" for n in numbers) + " ?", "|".join(steps) + "|"
+
+
+@RUNS
+@given(mathqa_program())
+def test_mathqa_calculator_equals_the_suite_solver_on_every_operator(case) -> None:
+    """The value itself (not only the notebook's 0.5 check): our calculator, with the numbers put
+    in as the suite does, against the transcription of solver.py, to 1e-9 relative; where the
+    suite raises, or its value is complex, we give no number either."""
+    from sharedtask.answers import Unevaluable, problem_numbers, run_program
+    from sharedtask.answers.programs import substitute_like_the_suite
+
+    problem, program = case
+    ops = {step[:step.find("(")] for step in program.split("|")[:-1]}
+    try:
+        theirs = float(_suite_solve(program.replace("|", " "), problem))
+    except BeyondOurBound:
+        event("beyond 1e100: not compared (our calculator's stated bound)")
+        return
+    except Undefined:
+        event("the suite raises")
+        with pytest.raises(Unevaluable):
+            run_program(substitute_like_the_suite(program, problem_numbers(problem)))
+        return
+    except OverflowError:  # float() of a huge int
+        return
+    for op in ops:
+        event(f"{op} compared")
+    ours = run_program(substitute_like_the_suite(program, problem_numbers(problem)))
+    assert abs(ours - theirs) <= TOL * max(1.0, abs(theirs)), (program, problem, ours, theirs)
+
+
+#: arguments inside every operator's domain (a probability for negate_prob, n >= k for permutation)
+_IN_DOMAIN = {1: ["const_0_5", "const_4", "n0", "n1"], 2: ["n1,n0", "n2,n0", "const_4,n1", "n0,const_0_5"],
+              3: ["n0,n1,n2", "const_3,const_4,const_5", "n2,n1,n1"]}
+
+
+@pytest.mark.parametrize("op", _OPERATOR_NAMES)
+def test_each_operator_of_the_suite_has_the_suite_value(op: str) -> None:
+    """Every operator of function_switch, in its domain, four ways; the table is the suite's 53."""
+    from sharedtask.answers import OPERATORS, run_program
+
+    assert set(OPERATORS) == set(_SUITE_OPS) and len(_SUITE_OPS) == 53
+    assert OPERATORS[op].arity == _SUITE_ARITY[op]
+    problem = "w 0.25 w 5 w 12 ?"  # n0 0.25, n1 5, n2 12
+    for args in _IN_DOMAIN[_SUITE_ARITY[op]]:
+        program = f"{op}({args})|"
+        if op == "negate_prob" and args not in ("const_0_5", "n0"):
+            continue
+        try:
+            theirs = float(_suite_solve(program.replace("|", " "), problem))
+        except Undefined:  # e.g. factorial(0.25): no number on either side
+            with pytest.raises(ValueError):
+                run_program(program, ["0.25", "5", "12"])
+            continue
+        assert abs(run_program(program, ["0.25", "5", "12"]) - theirs) <= TOL * max(1.0, abs(theirs)), (program, theirs)
+
+
+def test_the_operator_transcription_equals_the_suite_solver_itself(tmp_path: Path) -> None:
+    """Where a git copy of the suite is at hand (tests/mathqa_suite.py: SHAREDTASK_MATHQA_GIT), its
+    solver.py itself, loaded from the pinned commit into tmp_path, against _SUITE_OPS on in-domain
+    arguments. Not compared: factorial, choose and permutation, which this Python refuses for
+    floats (math.factorial and math.comb take floats only up to 3.9; the notebook ran 3.6.10)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    import mathqa_suite
+
+    git = os.environ.get("SHAREDTASK_MATHQA_GIT")
+    if not git or not mathqa_suite.available():
+        pytest.skip("set SHAREDTASK_MATHQA_GIT to a git copy of ongzexuan/mathqa-evaluation")
+    for name in ("solver.py", "utils.py"):
+        (tmp_path / name).write_bytes(subprocess.run(["git", "--git-dir", git, "show", f"{mathqa_suite.COMMIT}:{name}"],
+                                                     capture_output=True, check=True).stdout)
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("suite_solver", tmp_path / "solver.py")
+        assert spec is not None and spec.loader is not None
+        solver = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(solver)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert set(solver.function_switch) == set(_SUITE_OPS)
+    samples = {1: [(0.5,), (4.0,), (12.0,)], 2: [(5.0, 2.0), (12.0, 0.25), (4.0, 3.0)],
+               3: [(3.0, 4.0, 5.0), (0.5, 2.0, 2.0)]}
+    compared = 0
+    for op, function in solver.function_switch.items():
+        if op in ("factorial", "choose", "permutation"):
+            continue
+        for args in samples[_SUITE_ARITY[op]]:
+            if op == "negate_prob" and args[0] > 1:
+                continue
+            assert _SUITE_OPS[op](*args) == function(*args), (op, args)
+            compared += 1
+    assert compared > 100

@@ -430,4 +430,5 @@ def test_task3_answer_opening_an_unclosed_quote_names_the_topics_it_will_swallow
                                                          "topic A.305 will be swallowed by A.303's answer"]
     assert all(f.severity is Severity.WARNING for f in quotes)
     run.write_text("A.301\t1\t1\tx\t\tFine \"quoted\" word.\nA.303\t1\t1\tx\t\t\"Closed\" start\n")
-    assert not [f for f in validate(run, load_task("arqmath-3-task3")).findings if f.code == "RUN-ANSWER-QUOTE"]
+    (closed,) = [f for f in validate(run, load_task("arqmath-3-task3")).findings if f.code == "RUN-ANSWER-QUOTE"]
+    assert closed.line == 2 and "read it as 'Closed start'" in closed.message  # nothing swallowed, quotes dropped

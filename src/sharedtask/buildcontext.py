@@ -10,8 +10,8 @@ build's deadline covers the collection). The archive is written to a spooled tem
 file (at most ``SPOOL`` bytes in memory) and handed to dockerd as a custom context.
 
 The hash (the image label ``sharedtask.source-hash`` that decides whether to rebuild) is
-computed from the same bytes, the way ``images.context_hash`` always did: files in
-``os.walk`` order with its skipped folders, so existing up-to-date images stay up to date.
+computed from the same bytes, the way it always was (path and bytes of each file in
+``os.walk`` order, SKIP_DIRS left out), so existing up-to-date images stay up to date.
 ``.dockerignore`` is honoured as the docker SDK honours it (its own pattern matcher).
 """
 

@@ -157,9 +157,11 @@ CATALOGUE: dict[str, Code] = {
                             "the limit counts Unicode characters: shorten the answer"),
     "RUN-ANSWER-EMPTY": _c(_A, E, "an empty Task 3 answer", "write the answer text in the last column"),
     "RUN-ANSWER-RANK": _c(_A, W, "a Task 3 answer with a rank other than 1", "Task 3 answers have rank 1"),
-    "RUN-ANSWER-QUOTE": _c(_A, W, "a Task 3 answer that opens a quote (\") it does not close on its line",
-                           "the official scripts read the run with Python's csv quoting: the answer runs over the "
-                           "next lines and their topics are lost; do not begin a field with \" (or close it)"),
+    "RUN-ANSWER-QUOTE": _c(_A, W, "a Task 3 line the official scripts read otherwise than written: a field that "
+                                  "begins with \" (unclosed on its line, it swallows the next lines)",
+                           "the official scripts read the run with Python's csv quoting: a field that begins with \" "
+                           "loses its quotes, and if unclosed runs over the next lines, whose topics are lost; do "
+                           "not begin a field with \" (or write it as csv quotes it)"),
     "RUN-ANSWER-DOLLAR": _c(_A, W, "an unbalanced $ in a Task 3 answer",
                             "an unbalanced $ breaks the LaTeX rendering assessors see: close the formula or write \\$"),
     "RUN-FILE-NAME": _c(_A, W, "the run file is not named by the task's convention",
@@ -209,6 +211,11 @@ CATALOGUE: dict[str, Code] = {
                           "write run.txt as a regular file into $outputDir, not a link to it"),
     "RUN-OUTPUT-SPECIAL": _c(_P, E, "the run file in $outputDir is a FIFO, socket, device or directory",
                              "write run.txt as a regular file"),
+    # --- a re-ranker against what it was handed (sharedtask.rerank.check)
+    "RUN-NOT-CANDIDATE": _c(_P, E, "a re-ranked run lists a document the first stage did not hand over for that topic",
+                            "re-rank only the candidates of $inputRun/rerank.jsonl.gz"),
+    "RUN-RERANK-DEPTH": _c(_P, E, "a re-ranked run lists more documents for a topic than were handed over",
+                           "rank at most the candidates given for each topic"),
 }
 
 

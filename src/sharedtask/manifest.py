@@ -37,6 +37,8 @@ class Software:
     tasks: tuple[str, ...] = ()
     description: str = ""
     build_sandbox: dict[str, Any] = field(default_factory=dict)  # see sharedtask.images.BuildSandbox
+    #: A re-ranker's first stages (manifest names); the first that serves a task feeds it there.
+    input_runs: tuple[str, ...] = ()
 
     def serves(self, task_id: str) -> bool:
         return any(fnmatch.fnmatchcase(task_id, pattern) for pattern in self.tasks)
@@ -44,6 +46,10 @@ class Software:
     def command_for(self, task_id: str) -> str | None:
         """The command for this task (per-task override first); None = image entrypoint."""
         return self.commands.get(task_id, self.command)
+
+    @property
+    def is_reranker(self) -> bool:
+        return bool(self.input_runs)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,15 @@ class Manifest:
 
     def for_task(self, task_id: str) -> list[Software]:
         return [sw for sw in (*self.baselines, *self.submissions) if sw.serves(task_id)]
+
+    def first_stage(self, sw: Software, task: Task) -> Software | None:
+        """The software whose run ``sw`` re-ranks on ``task``: the first of its ``input_run`` names
+        that serves the task and that the task's stage admits (None: ``sw`` is no re-ranker)."""
+        for name in sw.input_runs:
+            first = self.software(name)
+            if first.serves(task.id) and (task.rerank is None or task.rerank.allows(name)):
+                return first
+        return None
 
     def dataset(self, task: Task, name: str = "sample") -> Dataset:
         for ds in self.datasets.get(task.id, ()):
@@ -130,7 +145,12 @@ def _software(name: str, raw: dict[str, Any], kind: str, base: Path) -> Software
         tasks=tuple(raw.get("tasks", ())),
         description=raw.get("description", ""),
         build_sandbox=dict(raw.get("build_sandbox", {})),
+        input_runs=_names(raw.get("input_run")),
     )
+
+
+def _names(value: str | list[str] | None) -> tuple[str, ...]:
+    return () if value is None else (value,) if isinstance(value, str) else tuple(value)
 
 
 def _check_task_patterns(path: Path, doc: dict[str, Any], known: set[str]) -> None:
@@ -140,6 +160,26 @@ def _check_task_patterns(path: Path, doc: dict[str, Any], known: set[str]) -> No
             for pattern in raw.get("tasks", ()):
                 if not fnmatch.filter(known, pattern):
                     raise SpecError(f"{path}: {section}.{name}.tasks: {pattern!r} matches no task")
+
+
+def _check_stages(path: Path, softwares: list[Software]) -> None:
+    """A re-ranker names software of the manifest that is no re-ranker itself (one stage deep),
+    on tasks that declare a re-ranking stage (``rerank:`` in the task spec)."""
+    from sharedtask.spec import load_task
+
+    by_name = {s.name: s for s in softwares}
+    for sw in softwares:
+        for first in sw.input_runs:
+            if first not in by_name:
+                raise SpecError(f"{path}: {sw.name}.input_run: {first!r} is not software of this manifest",
+                                hint="name a baseline or submission whose run it re-ranks")
+            if by_name[first].is_reranker:
+                raise SpecError(f"{path}: {sw.name}.input_run: {first!r} is a re-ranker itself",
+                                hint="pipelines are one stage deep: name a first stage")
+        for task_id in task_ids() if sw.input_runs else ():
+            if sw.serves(task_id) and load_task(task_id).rerank is None:
+                raise SpecError(f"{path}: {sw.name}: task {task_id} declares no re-ranking stage",
+                                hint="add rerank: {depth: N} to the task spec, or leave the task out of tasks:")
 
 
 def load_manifest(path: Path | None = None, *, extra: list[Path] | None = None) -> Manifest:
@@ -162,6 +202,7 @@ def load_manifest(path: Path | None = None, *, extra: list[Path] | None = None) 
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise SpecError(f"{path}: software names must be unique: {', '.join(dupes)}")
+    _check_stages(path, [*baselines, *submissions])
     datasets: dict[str, tuple[Dataset, ...]] = {}
     for task_id, entry in doc.get("tasks", {}).items():
         if task_id not in known:

@@ -121,7 +121,7 @@ def for_family(family: str) -> list[str]:
 _ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_2021.py + trec_eval 9.0.8 "
         "(as mirrored in approach0/pya0 eval-arqmath*/)")
 _ARQ3 = "ARQMath-3 evaluate_task3_results_{manual,automatic}.py (approach0/pya0 eval-arqmath3/task3, ARQMathCode)"
-_TOUCHE = "Touché organizers' clef21/evaluate.py (touche-webis-de/touche-code)"
+_TOUCHE = "Touché organizers' clef21/evaluate.py (touche-webis-de/touche-code 82329a4)"
 _LEANSEARCH = ("LeanSearch benchmark (Gao et al., A Semantic Search Engine for Mathlib4, EMNLP Findings 2024): "
                "graded exact / partial / irrelevant, gains 1 / 0.3 / 0; trec_eval 9.0.8 via pytrec_eval")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -123,6 +123,8 @@ class Planned:
     run_dir: Path
     job: Job | None
     error: str | None = None  # nothing can run: the build failed, the image is missing
+    first_stage: str | None = None  # a re-ranker: the software whose run it re-ranks
+    stage_dir: Path | None = None  # ... and the folder with that run and its candidates ($inputRun)
 
 
 #: Called on every change of a run's state: (run, queued|running|done|failed|refused, worker or None).
@@ -145,9 +147,13 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
     ref: DatasetRef | None = None
     for sw in manifest.for_task(task.id):
         run_dir = out_dir / task.id / sw.name
+        first = manifest.first_stage(sw, task)
+        if sw.is_reranker and first is None:
+            continue  # no first stage of it serves this task: nothing to re-rank
         error = (build_errors or {}).get(sw.image)
         if error:
-            planned.append(Planned(task, sw, dataset, run_dir, None, f"image build failed: {error}"))
+            planned.append(Planned(task, sw, dataset, run_dir, None, f"image build failed: {error}",
+                                   first_stage=first.name if first else None))
             continue
         try:
             ident = image_id(client, sw.image)
@@ -162,8 +168,46 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
         job = Job(task=task.id, software=sw.name, image=sw.image, image_id=ident, command=sw.command_for(task.id),
                   dataset=ref, image_source=image_source(sw.image) if image_source else None,
                   options={"dataset_id": dataset_id_of(dataset.input_dir), **(options or {})})
-        planned.append(Planned(task, sw, dataset, run_dir, job))
+        planned.append(Planned(task, sw, dataset, run_dir, job, first_stage=first.name if first else None))
     return planned
+
+
+def stage_reranks(runs: list[Planned], results: dict[int, JobResult | None], say: Say) -> None:
+    """Give each re-ranker of ``runs`` its first stage: that run's output and its candidates,
+    made once per (task, first stage) however many re-rankers read it, in
+    ``OUT/<task>/<first stage>/stage`` (docs/pipelines.md). A re-ranker whose first stage
+    gave no valid run gets an error instead of a job."""
+    from sharedtask.rerank import prepare_stage
+
+    made: dict[tuple[str, str], tuple[Path, str] | str] = {}
+    by_name = {(run.task.id, run.software.name): (i, run) for i, run in enumerate(runs) if run.first_stage is None}
+    for run in runs:
+        if run.first_stage is None or run.job is None:
+            continue
+        key = (run.task.id, run.first_stage)
+        if key not in made:
+            i, first = by_name.get(key, (-1, None))
+            result = results.get(i) if first is not None else None
+            if first is None or result is None or result.state != DONE or validity(result.validation) is not True:
+                made[key] = f"first stage {run.first_stage} gave no valid run"
+            else:
+                stage_dir = first.run_dir / "stage"
+                say(f"{run.first_stage}: handing its top {run.task.rerank.depth if run.task.rerank else '?'} "
+                    f"per topic to the re-rankers")
+                try:
+                    summary = prepare_stage(run.task, first.dataset.input_dir, Path(result.validation["run_file"]),
+                                            stage_dir)
+                    made[key] = (stage_dir, summary.sha256)
+                except SharedTaskError as exc:
+                    made[key] = f"first stage {run.first_stage}: {exc}"
+        stage = made[key]
+        if isinstance(stage, str):
+            run.job, run.error = None, stage
+            continue
+        first_job = runs[by_name[key][0]].job
+        run.stage_dir = stage[0]
+        run.job = replace(run.job, stage={"software": run.first_stage, "job": first_job.id if first_job else "",
+                                          "sha256": stage[1]})
 
 
 def entry_for(run: Planned, result: JobResult | None, say: Say,
@@ -177,7 +221,7 @@ def entry_for(run: Planned, result: JobResult | None, say: Say,
 
     task, sw, dataset = run.task, run.software, run.dataset
     entry = RunEntry(name=sw.name, image=sw.image, command=sw.command_for(task.id), status="error", valid=None,
-                     findings=[], scores={}, per_topic={}, record={})
+                     findings=[], scores={}, per_topic={}, record={}, first_stage=run.first_stage)
     if result is None or result.status in ("error", "refused"):
         reason = run.error if result is None else (result.message if result.status == "refused"
                                                    else f"sandbox: {result.message}")
@@ -243,8 +287,9 @@ def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState |
         if run.job is None and on_state is not None:
             on_state(run, FAILED, None)  # nothing to run (failed build, missing image): said at once
         if run.job is not None and run.job.id not in handles:
+            extra = {"input_run": run.stage_dir} if run.stage_dir is not None else {}
             handles[run.job.id] = executor.submit(run.job, run.run_dir, input_dir=run.dataset.input_dir,
-                                                  observer=_Observer(say, run.software.name), resume=resume)
+                                                  observer=_Observer(say, run.software.name), resume=resume, **extra)
     results: dict[str, JobResult] = {}
     last: dict[str, tuple[str, str | None]] = {}
     by_job = {run.job.id: run for run in reversed(runs) if run.job is not None}
@@ -286,14 +331,29 @@ def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *,
     executor = executor or LocalExecutor(1)
     runs = [run for t in tasks for run in plan(t, manifest, out_dir, dataset_name=dataset_name,
                                               build_errors=build_errors, image_source=image_source)]
+    # Two waves: every first stage (and every run that is no re-ranker) on the executor, then the
+    # re-rankers on their first stage's candidates, here: the candidates are on this machine.
+    first_wave = [i for i, run in enumerate(runs) if run.first_stage is None]
+    second_wave = [i for i, run in enumerate(runs) if run.first_stage is not None]
+    local = None
     try:
-        results = execute(runs, executor, say, on_state=on_state, resume=resume)
+        done = execute([runs[i] for i in first_wave], executor, say, on_state=on_state, resume=resume)
+        results = {first_wave[k]: r for k, r in done.items()}
+        if second_wave:
+            stage_reranks(runs, results, say)
+            local = executor if isinstance(executor, LocalExecutor) else LocalExecutor(1)
+            done = execute([runs[i] for i in second_wave], local, say, on_state=on_state, resume=resume)
+            results.update({second_wave[k]: r for k, r in done.items()})
     except KeyboardInterrupt:
         if own:
             executor.close(interrupted=True)
+        if local is not None and local is not executor:
+            local.close(interrupted=True)
         raise
     if own:
         executor.close()
+    if local is not None and local is not executor:
+        local.close()
     outcomes = []
     for task in tasks:
         entries: list[RunEntry] = []
@@ -306,6 +366,9 @@ def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *,
             if result is not None:
                 scored[run.software.name] = result
         board = leaderboard(scored, task, test="ttest") if scored else None
+        if board is not None:
+            board.pipelines = {run.software.name: run.first_stage for run in runs
+                               if run.task.id == task.id and run.first_stage and run.software.name in scored}
         outcome = TaskOutcome(task, manifest.dataset(task, dataset_name), entries, board, scored)
         _write_task_files(outcome, out_dir)
         if on_task is not None:

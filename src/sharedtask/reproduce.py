@@ -327,7 +327,9 @@ def reproduce_baselines(
 
     root = references or default_reference_root()
     tasks = tasks if tasks is not None else [load_task(t) for t in task_ids()]
-    pairs = [(t, sw) for t in tasks for sw in manifest.baselines if sw.serves(t.id)]
+    # a re-ranker after every first stage of its task: it re-ranks the first stage's re-run
+    pairs = [(t, sw) for t in tasks for sw in sorted(manifest.baselines, key=lambda s: s.is_reranker)
+             if sw.serves(t.id) and (not sw.is_reranker or manifest.first_stage(sw, t) is not None)]
     errors = build_images(with_parents([sw for _, sw in pairs], manifest), say)
     reference_cpus = _reference_cpus(root)
     made_on: dict[str, Any] = {}
@@ -345,10 +347,14 @@ def reproduce_baselines(
             rep.error = f"image build failed: {errors[sw.image]}"
         elif not update and not reference.is_file():
             rep.error = f"no reference run at {reference} (store one with --update)"
+        elif sw.is_reranker and not _first_stage_ran(out, task, manifest.first_stage(sw, task)):
+            rep.error = f"its first stage {manifest.first_stage(sw, task).name} did not run"
         else:
+            first = manifest.first_stage(sw, task) if sw.is_reranker else None
             rep.sandbox = sandbox_run(task, sw.image, command=sw.command_for(task.id),
                                       input_dir=task.sample_dir / "input", output_dir=run_dir / "output",
-                                      record_dir=run_dir, cpu=cpu)
+                                      record_dir=run_dir, cpu=cpu,
+                                      input_run=out_dir / task.id / first.name / "output" if first else None)
             key = f"{task.id}/{sw.name}"
             if not rep.sandbox.ok:
                 rep.error = f"the run {rep.sandbox.result.status}: {rep.sandbox.result.message}"
@@ -367,6 +373,16 @@ def reproduce_baselines(
     if made_on:
         _store_reference_cpus(root, made_on)
     return out
+
+
+def _first_stage(done: list[Reproduction], task: Task, first: Software | None) -> Reproduction | None:
+    return next((r for r in done if first is not None and r.name == first.name and r.task.id == task.id), None)
+
+
+def _first_stage_ran(done: list[Reproduction], task: Task, first: Software | None) -> bool:
+    """The whole chain is re-run: a re-ranker reads its first stage's re-run, which must have succeeded."""
+    rep = _first_stage(done, task, first)
+    return rep is not None and rep.sandbox is not None and rep.sandbox.ok
 
 
 def report_sections(reproductions: list[Reproduction]) -> list[Any]:

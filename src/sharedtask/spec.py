@@ -66,6 +66,22 @@ class InputContract:
 
 
 @dataclass(frozen=True)
+class RerankContract:
+    """A re-ranking stage: its submissions read a previous stage's top ``depth`` per topic.
+
+    The candidates reach the container as ``$inputRun/rerank.jsonl.gz`` next to the first
+    stage's ``run.txt`` (docs/pipelines.md), as TIREx hands re-rankers their input.
+    """
+
+    depth: int
+    first_stages: tuple[str, ...] = ()  # empty: any valid run may feed it
+    format: str = "rerank-jsonl"
+
+    def allows(self, software: str) -> bool:
+        return not self.first_stages or software in self.first_stages
+
+
+@dataclass(frozen=True)
 class OutputContract:
     file: str
     format: str
@@ -169,6 +185,7 @@ class Task:
     topics: dict[str, Any]
     source_path: Path
     raw: dict[str, Any] = field(repr=False, compare=False)
+    rerank: RerankContract | None = None
 
     @property
     def primary_measure(self) -> MeasureSpec:
@@ -427,7 +444,15 @@ def load_task_file(path: Path) -> Task:
         topics=dict(doc.get("topics", {})),
         source_path=path,
         raw=doc,
+        rerank=_rerank(doc.get("rerank")),
     )
+
+
+def _rerank(entry: dict[str, Any] | None) -> RerankContract | None:
+    if entry is None:
+        return None
+    return RerankContract(depth=entry["depth"], first_stages=tuple(entry.get("first_stages", ())),
+                          format=entry.get("format", "rerank-jsonl"))
 
 
 def task_files() -> Iterator[Path]:

@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "check_input",
     "validate",
     "run",
+    "rerank_input",
     "evaluate",
     "data",
     "compare",

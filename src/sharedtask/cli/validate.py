@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     src.add_argument("--topics", type=Path, help="topics XML in the task's format")
     src.add_argument("--input", type=Path, metavar="DATASET_DIR",
                      help="the task's input dataset: topics, and ARQMath answer / formula ids")
+    p.add_argument("--input-run", type=Path, metavar="STAGE_DIR",
+                   help="a re-ranker's stage (holding rerank.jsonl.gz): every document must be one of its candidates")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--fix", type=Path, metavar="OUT", help="also write a normalized run to OUT")
     p.add_argument("--examples", type=int, default=3, help="findings shown per code (default 3)")
@@ -39,7 +41,12 @@ def main(args: argparse.Namespace) -> int:
 
     task = load_task(args.task)
     topics = load_topics(task, topics_file=args.topics) if args.topics else None
-    result = validate(args.run, task, topics=topics, input_dir=args.input)
+    if args.input_run is not None and not (args.input_run / "rerank.jsonl.gz").is_file():
+        from sharedtask.errors import SharedTaskError
+
+        raise SharedTaskError(f"{args.input_run} holds no rerank.jsonl.gz",
+                              hint="make it with sharedtask rerank-input --task ID --run FIRST_STAGE_RUN --out DIR")
+    result = validate(args.run, task, topics=topics, input_dir=args.input, input_run=args.input_run)
     report = fix_run(args.run, task, args.fix) if args.fix else None
     if args.json:
         data = result.to_json()

@@ -48,13 +48,15 @@ class DataFile:
 
     @property
     def source(self) -> str:
-        """Where the file comes from, as one word: package, url, irds or import."""
+        """Where the file comes from, as one word: package, url, irds or import. An ``irds``
+        file with a ``url`` (the organizers' archive ir_datasets extracts it from) is placed
+        through ir_datasets, or from that archive by ``data fetch`` and ``data import``."""
         if self.package:
             return "package"
-        if self.url:
-            return "url"
         if self.irds:
             return "irds"
+        if self.url:
+            return "url"
         if self.derive:
             return "derived"
         return "import"
@@ -75,10 +77,11 @@ class DataFile:
     def describe_source(self) -> str:
         if self.package:
             return f"shipped with sharedtask ({self.package})"
-        if self.url:
-            return self.url + (f" (member {self.extract})" if self.extract else "")
+        archive = self.url + (f" (member {self.extract})" if self.extract else "") if self.url else ""
         if self.irds:
-            return f"ir_datasets {self.irds}"
+            return f"ir_datasets {self.irds}" + (f", or the organizers' archive {archive}" if archive else "")
+        if self.url:
+            return archive
         if self.derive:
             return f"built from {self.derive} once it is placed"
         return "import only: sharedtask data import ID --from DIR" + (f" (the release's {self.origin})" if self.origin else "")

@@ -358,6 +358,10 @@ def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path
         result.notes.append(f"line {taken.line}: the answer to topic {taken.topic} opens a quote (\") it does not close on "
                             f"that line; read as the official scripts read the run (csv quoting), it runs over "
                             f"{len(taken.lines)} more line(s) and swallows {where}: not scored, as there")
+    if run.misread:
+        where = ", ".join(f"{m.topic} (line {m.line}, column {m.column})" for m in run.misread[:10])
+        result.notes.append(f"{len(run.misread)} line(s) read as the official scripts' csv quoting reads them, not as "
+                            f"written (a field that begins with \" loses its quotes, \"\" is one \"): {where}")
     task3.judge(inp, mapping)
     how = "through the answer map (official)" if mapping is not None else "by their text among the known answers"
     result.notes.append(f"answers matched to assessments {how}: {len(inp.judged)} judged, "

@@ -157,6 +157,12 @@ class Leaderboard:
     correction: str = "holm"
     pairs: list[PairTest] = field(default_factory=list)  # all pairs of runs, every measure
     agreement: list[Agreement] = field(default_factory=list)  # each non-official measure against the primary
+    pipelines: dict[str, str] = field(default_factory=dict)  # re-ranker's run -> the first stage it re-ranked
+
+    def label(self, run: str) -> str:
+        """How a run is shown: a re-ranker as "run ← first stage" (TIREx's pipelines)."""
+        first = self.pipelines.get(run)
+        return f"{run} ← {first}" if first else run
 
     def survives(self, pair: PairTest) -> bool:
         """The difference is significant after the correction for all pairs of its measure."""
@@ -193,6 +199,7 @@ class Leaderboard:
                 {
                     "rank": rank,
                     "run": run,
+                    **({"input_run": self.pipelines[run]} if run in self.pipelines else {}),
                     "scores": {m.key: clean(scores.get(m.key)) for m in self.measures},
                     **({"p_values": {k: {"p": p, "topics": n} for k, (p, n) in self.p_values.get(run, {}).items()}}
                        if self.test else {}),
@@ -236,7 +243,7 @@ class Leaderboard:
                 if self.test and self.significant(run, m.key):
                     cell += MARK
                 cells.append(cell)
-            table.add_row("" if rank is None else str(rank), run, *cells)
+            table.add_row("" if rank is None else str(rank), self.label(run), *cells)
         return table
 
     def agreement_table(self) -> Table | None:

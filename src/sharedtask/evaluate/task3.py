@@ -40,6 +40,7 @@ class Task3Run:
     lines: dict[str, int] = field(default_factory=dict)  # topic -> line number of that record
     repeated: dict[str, list[int]] = field(default_factory=dict)  # topic -> lines of its later records
     swallowed: list[task3csv.Swallowed] = field(default_factory=list)  # lines a quoted answer runs over
+    misread: list[task3csv.Misread] = field(default_factory=list)  # one-line records csv reads otherwise than written
 
 
 def read_task3_run(path: Path) -> Task3Run:
@@ -64,9 +65,10 @@ def read_task3_run(path: Path) -> Task3Run:
                 continue
             run.answers[topic] = "\t".join(row.fields[5:])
             run.lines[topic] = row.first_line
-        run.swallowed = task3csv.swallowed(path)
-    except csv.Error as exc:  # e.g. a NUL byte
-        raise FormatError(path, f"cannot be read as the official scripts read it (Python's csv: {exc})") from None
+        run.swallowed, run.misread, _ = task3csv.quoting(path)  # csv_rows above raised already where csv stops
+    except task3csv.CsvStop as exc:  # e.g. a NUL byte, or a quoted answer over csv's field size limit
+        raise FormatError(path, f"cannot be read as the official scripts read it (Python's csv: {exc.reason}; "
+                                "the scripts stop there)", line=exc.line) from None
     return run
 
 

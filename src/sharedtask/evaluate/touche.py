@@ -1,7 +1,9 @@
 """Touché Task 1 (argument retrieval): the organizers' nDCG@5 and trec_eval's ndcg_cut.5.
 
-The official procedure (docs/evaluation.md, "Touché Task 1", after the organizers'
-touche-webis-de/touche-code clef21/evaluate.py):
+The official procedure (docs/evaluation.md, "Touché Task 1"), as the organizers'
+touche-webis-de/touche-code clef21/evaluate.py computes it (commit 82329a4: load_qrels
+lines 15-22, load_runs 25-49, calculate_scores 52-92, calculate_mean 95-104; checked by
+tests/test_evaluate_touche_script.py):
 
 1. qrels value -2 (spam / non-argument) becomes 0;
 2. the run is sorted by its **rank column** and cut to the top 5; every line counts, so a

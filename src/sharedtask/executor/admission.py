@@ -19,7 +19,8 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import DatasetRef, Job
 
 #: The keys a job may carry, and the keys of its dataset.
-JOB_KEYS = frozenset({"task", "software", "image", "image_id", "command", "dataset", "image_source", "options", "id"})
+JOB_KEYS = frozenset({"task", "software", "image", "image_id", "command", "dataset", "image_source", "options", "id",
+                      "stage"})
 DATASET_KEYS = frozenset({"id", "sha256"})
 #: Options a job may set: limits it may only lower, and harmless choices.
 LIMIT_OPTIONS = ("timeout", "memory", "cpus", "pids", "max_output", "disk")
@@ -219,6 +220,9 @@ def admit(raw: Any, policy: WorkerPolicy | None = None) -> Job:
     extra = sorted(str(k)[:40] for k in raw if k not in JOB_KEYS)
     if extra:
         raise _refuse(extra[0], f"is not a field of a job ({', '.join(sorted(JOB_KEYS))})")
+    if raw.get("stage") is not None:
+        raise _refuse("stage", "a re-ranker's job runs on the coordinator, which holds its first stage's "
+                               "candidates; workers run first stages only (docs/pipelines.md)")
     task_id = _text(raw.get("task"), "task", pattern=_NAME)
     try:
         task = load_task(task_id)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import DONE, FAILED, REFUSED, Job
 from sharedtask.sandbox.outputs import REJECTED
 
@@ -187,7 +188,7 @@ def landed(run_dir: Path, job: Job) -> JobResult | None:
 
 
 def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: str,
-               observer: Any | None = None) -> JobResult:
+               observer: Any | None = None, input_run: Path | None = None) -> JobResult:
     """Run the job in the sandbox into ``run_dir`` (created, must not hold a run) and say how it ended.
 
     The one place every backend runs a job: :func:`sharedtask.sandbox.run` with the
@@ -198,6 +199,8 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
     from sharedtask.sandbox import run as sandbox_run
 
     options = sandbox_options(job)  # user, network and input run are the worker's, never the job's
+    if job.stage is not None:  # a re-ranker: the coordinator's own stage folder, checked against the job
+        options["input_run"] = _stage_folder(job, input_run)
     run_dir.mkdir(parents=True, exist_ok=True)
     outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
                           output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **options)
@@ -208,6 +211,22 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
                        dict(outcome.validation), record, run_dir)
     (run_dir / RESULT_FILE).write_text(write_result(run_dir, result), encoding="utf-8")
     return result
+
+
+def _stage_folder(job: Job, input_run: Path | None) -> Path:
+    """The stage folder a re-ranker reads, when its ``rerank.jsonl.gz`` is the one the job names."""
+    from sharedtask.data.checksum import sha256
+    from sharedtask.rerank import RERANK_FILE
+
+    assert job.stage is not None
+    candidates = None if input_run is None else input_run / RERANK_FILE
+    if candidates is None or not candidates.is_file():
+        raise SharedTaskError(f"job {job.id}: its first stage's candidates are not here",
+                              hint="re-rankers run where their first stage landed (docs/pipelines.md)")
+    if sha256(candidates) != job.stage["sha256"]:
+        raise SharedTaskError(f"job {job.id}: {candidates} is not the first stage's input the job names",
+                              hint="the first stage changed: plan the re-ranker again")
+    return input_run
 
 
 def refused(job: Job, worker: str, reason: str) -> JobResult:

@@ -42,12 +42,17 @@ class Job:
     image_source: str | None = None
     #: Keyword overrides of :func:`sharedtask.sandbox.run` (timeout, memory, cpus, disk, ...).
     options: dict[str, Any] = field(default_factory=dict)
+    #: A re-ranker's input (docs/pipelines.md): ``{"software", "job", "sha256"}`` of the first
+    #: stage and its ``rerank.jsonl.gz``; part of the id, so a changed first stage is a new job.
+    stage: dict[str, str] | None = None
 
     @property
     def id(self) -> str:
         """Stable: a hash of everything that decides what the run computes (not of where)."""
         identity = {"task": self.task, "software": self.software, "image_id": self.image_id,
                     "command": self.command, "dataset": asdict(self.dataset), "options": self.options}
+        if self.stage is not None:  # absent otherwise: the ids of first stages are unchanged
+            identity["stage"] = self.stage
         text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
         return "job-" + hashlib.sha256(text.encode()).hexdigest()[:24]
 

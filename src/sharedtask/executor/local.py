@@ -63,7 +63,7 @@ class LocalExecutor:
         self._futures: list[Future[JobResult]] = []
 
     def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
-               observer: Any | None = None, resume: bool = False) -> LocalHandle:
+               observer: Any | None = None, resume: bool = False, input_run: Path | None = None) -> LocalHandle:
         if input_dir is None:
             raise SharedTaskError(f"job {job.id}: the local executor needs the dataset's folder")
         previous = landed(run_dir, job) if resume else None
@@ -74,7 +74,8 @@ class LocalExecutor:
             handle._running.set()
             remove_tree(run_dir)  # a previous run's output: any depth, links not followed
             try:
-                return execute_in(job, input_dir, run_dir, job.image, worker=self.worker, observer=observer)
+                return execute_in(job, input_dir, run_dir, job.image, worker=self.worker, observer=observer,
+                                  input_run=input_run)
             except SharedTaskError as exc:
                 return JobResult(job.id, FAILED, "error", str(exc), self.worker, run_dir=run_dir)
 

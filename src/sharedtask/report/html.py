@@ -133,7 +133,7 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
     for rank, run in order:
         cells = [f'<td class="rank">{rank if rank is not None else "–"}</td>']
         refs = "".join(f'<sup class="note-ref">{n}</sup>' for n in note_ids.get(id(run), []))
-        cells.append(f'<td class="name">{e(run.name)}{refs}<span class="image mono">{e(run.image)}</span></td>')
+        cells.append(f'<td class="name">{e(run.label)}{refs}<span class="image mono">{e(run.image)}</span></td>')
         cells.append(f"<td>{_outcome(run)}</td>")
         for key, _, _ in columns:
             v = run.scores.get(key)

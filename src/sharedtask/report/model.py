@@ -34,6 +34,12 @@ class RunEntry:
     notes: list[str] = field(default_factory=list)
     #: when the run was re-run: ``sharedtask.evaluate.compare.Comparison.to_json()``
     reproduction: dict[str, Any] | None = None
+    #: a re-ranker's first stage (docs/pipelines.md): shown as "name ← first_stage"
+    first_stage: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ← {self.first_stage}" if self.first_stage else self.name
 
     @property
     def ranked(self) -> bool:

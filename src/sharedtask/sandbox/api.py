@@ -88,7 +88,7 @@ def _prefetch_validator() -> threading.Thread:
 
 
 def validate_output(output_dir: Path, task: Any, input_dir: Path | None,
-                    max_output: int | None = None) -> dict[str, Any]:
+                    max_output: int | None = None, input_run: Path | None = None) -> dict[str, Any]:
     """The validator's verdict on the run file, or why there is none.
 
     The run file is first examined without following links or reading a byte
@@ -108,7 +108,7 @@ def validate_output(output_dir: Path, task: Any, input_dir: Path | None,
     run_file = check.path
     assert run_file is not None
     try:
-        verdict = validate(run_file, task, topics=None, input_dir=input_dir)
+        verdict = validate(run_file, task, topics=None, input_dir=input_dir, input_run=input_run)
     except SharedTaskError as exc:
         return {"status": "error", "code": "RUN-UNREADABLE", "run_file": str(run_file), "reason": str(exc)}
     report: Any = verdict.to_json() if hasattr(verdict, "to_json") else None
@@ -190,6 +190,8 @@ def run(
 
         policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
     run_path = Path(input_run) if input_run is not None else None
+    if run_path is not None and not run_path.exists():
+        raise SharedTaskError(f"input run {run_path} does not exist", hint="pass the output folder of a previous stage")
     created: Path | None = None
     if output_dir is None:
         created = new_run_dir(task.id, image, Path(runs_dir))
@@ -197,6 +199,12 @@ def run(
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
+    stage = None
+    if run_path is not None and task.rerank is not None:
+        from sharedtask.rerank import stage_for
+
+        stage = stage_for(task, input_path, run_path, rec_dir / "input-run")
+        run_path = stage.path.parent
 
     request = RunRequest(
         image=image,
@@ -223,7 +231,8 @@ def run(
     if prefetch is not None:
         prefetch.join()
     if validate:
-        validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output)
+        validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output,
+                                     run_path.resolve() if stage is not None else None)
     else:
         validation = {"status": "skipped"}
     from sharedtask.data.store import provenance
@@ -232,5 +241,7 @@ def run(
     record = build_record(request, result, task_id=task.id, validation=validation, dataset_files=dataset_files)
     metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
                                  docker_version=_docker_version(), dataset_files=dataset_files)
+    if stage is not None:
+        record["rerank"] = stage.to_json()
     record_path = write_record(rec_dir, record, metadata)
     return SandboxRun(request, result, validation, record, record_path)

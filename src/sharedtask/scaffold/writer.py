@@ -83,10 +83,14 @@ def run_tag(name: str, pattern: str | None) -> str:
     return tag
 
 
-def plan_submission(task: Task | str, name: str) -> Submission:
-    """Render every file of the scaffold (nothing is written)."""
+def plan_submission(task: Task | str, name: str, *, rerank: bool = False) -> Submission:
+    """Render every file of the scaffold (nothing is written); ``rerank``: a re-ranker of the
+    task's first stage (docs/pipelines.md) instead of a full retrieval system."""
     if isinstance(task, str):
         task = load_task(task)
+    if rerank and task.rerank is None:
+        raise SharedTaskError(f"task {task.id} declares no re-ranking stage",
+                              hint="re-rankers exist for tasks with rerank: in their spec (sharedtask tasks)")
     if task.family not in FAMILY_TEMPLATES:
         raise SharedTaskError(f"no submission template for task family {task.family!r} (task {task.id})",
                               hint="families with templates: " + ", ".join(FAMILY_TEMPLATES))
@@ -115,9 +119,16 @@ def plan_submission(task: Task | str, name: str) -> Submission:
         "primary_measure": task.primary_measure.label,
         "approach": _APPROACH[task.family],
         "extra_notes": notes,
+        "rerank_depth": str(task.rerank.depth) if task.rerank else "",
+        "first_stage": (task.rerank.first_stages or ("lucene-bm25",))[0] if task.rerank else "",
     }
-    rendered = {"run.py": _Template(_template(FAMILY_TEMPLATES[task.family])).substitute(values)}
-    for target, source in _COMMON.items():
+    if rerank:
+        common = {**_COMMON, "README.md": "README_rerank.md", "tests/test_submission.py": "test_rerank_submission.py"}
+        rendered = {"run.py": _Template(_template("run_rerank.py")).substitute(values)}
+    else:
+        common = _COMMON
+        rendered = {"run.py": _Template(_template(FAMILY_TEMPLATES[task.family])).substitute(values)}
+    for target, source in common.items():
         rendered[target] = _Template(_template(source)).substitute(values)
     return Submission(task, name, image, tag, rendered)
 
@@ -136,7 +147,7 @@ def _write_atomic(path: Path, text: str, mode: int) -> None:
 
 
 def write_submission(task: Task | str, directory: Path, *, name: str | None = None,
-                     force: bool = False) -> Submission:
+                     force: bool = False, rerank: bool = False) -> Submission:
     """Write the scaffold into ``directory`` (created); a non-empty one needs ``force``.
 
     With ``force`` the scaffold's own files are overwritten and every other file is kept.
@@ -147,7 +158,7 @@ def write_submission(task: Task | str, directory: Path, *, name: str | None = No
     if directory.is_dir() and any(directory.iterdir()) and not force:
         raise SharedTaskError(f"{directory} is not empty; refusing to overwrite it",
                               hint="choose a new folder, or pass --force to overwrite the scaffold's files")
-    submission = plan_submission(task, name or directory.resolve().name)
+    submission = plan_submission(task, name or directory.resolve().name, rerank=rerank)
     for rel, text in submission.files.items():
         _write_atomic(directory / rel, text, 0o755 if rel == "run.py" else 0o644)
     return submission

@@ -28,8 +28,11 @@ streams the same way.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from sharedtask.findings import has_errors
 
 from sharedtask.validate import arqmath, engine
 from sharedtask.validate.fix import FixReport, fix_run
@@ -68,11 +71,14 @@ def validate(
     input_dir: Path | None = None,
     file_name: str | None = None,
     limit_per_code: int = 200,
+    input_run: Path | None = None,
 ) -> ValidationResult:
     """Validate a run (file or TIRA output directory) against a task's output contract.
 
     ``topics`` defaults to the topics file of ``input_dir``; with ``input_dir`` ARQMath
     Task 1 post ids must be answers and Task 2 formula ids must be in the formula index.
+    ``input_run`` is the stage a re-ranker read (a folder with ``rerank.jsonl.gz``): each
+    document must be one of its topic's candidates (:mod:`sharedtask.rerank.check`).
     Raises SharedTaskError only when validation cannot run (missing file, bad input dir).
     """
     path = find_run_file(Path(run_path))
@@ -93,7 +99,7 @@ def validate(
             spec = task.input.file("formulas")
             if spec is not None:
                 formulas = arqmath.formula_ids(arqmath.require(dataset, spec.path, "formula index"))
-    return engine.run(
+    result = engine.run(
         path,
         task,
         topics=topics,
@@ -102,6 +108,26 @@ def validate(
         file_name=file_name,
         limit_per_code=limit_per_code,
     )
+    return _against_stage(result, input_run)
+
+
+#: Findings after which the validator stopped reading the run (its memory or byte bound, issue 26).
+_READ_IN_PART = frozenset({"RUN-MEMORY-BOUND", "RUN-TOO-LARGE", "RUN-LINE-TOO-LONG", "RUN-GZIP"})
+
+
+def _against_stage(result: ValidationResult, input_run: Path | None) -> ValidationResult:
+    """Add the re-ranking findings when the run was made from a stage's candidates."""
+    from sharedtask.rerank import RERANK_FILE, check_reranked
+
+    if input_run is None or not (Path(input_run) / RERANK_FILE).is_file() or not result.path.is_file():
+        return result
+    if result.codes() & _READ_IN_PART:
+        return result  # the run was not read to its end: reading it again here would not be bounded
+    extra = check_reranked(result.path, Path(input_run))
+    if not extra:
+        return result
+    findings = result.findings + extra
+    return replace(result, findings=findings, valid=result.valid and not has_errors(extra))
 
 
 # Re-exported for the input checker and others that render findings the same way.

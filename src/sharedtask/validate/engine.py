@@ -117,23 +117,52 @@ def run(
 
 
 def _official_quoting(out: Collector, path: Path, max_bytes: int) -> None:
-    """ARQMath-3 Task 3: say which lines the official scripts will not see. They read the run
-    with ``csv.reader(delimiter='\\t')`` and default quoting (sharedtask.formats.task3csv), so an
-    answer that begins with an unmatched ``"`` swallows the lines after it."""
-    import csv
+    """ARQMath-3 Task 3: say what the official scripts will read otherwise than written. They
+    read the run with ``csv.reader(delimiter='\\t')`` and default quoting (sharedtask.formats.task3csv):
+    an answer that begins with an unmatched ``"`` swallows the lines after it; a field that
+    begins with ``"`` and closes on its line loses its quotes (``""`` becomes ``"``); a NUL
+    byte or a field over csv's size limit stops them.
 
+    Two streaming passes, each reading at most the task's ``max_run_bytes`` (a hostile run must
+    not cost memory here either, issue 26): the swallowed lines first, then the misread fields."""
     from sharedtask.formats import task3csv
 
-    # Streamed and read up to the task's bound (a hostile run must not cost memory here either).
+    stop: task3csv.CsvStop | None = None
     try:
-        for taken in task3csv.iter_swallowed(path, max_bytes):
+        for taken in task3csv.iter_quoting(path, max_bytes):
+            if not isinstance(taken, task3csv.Swallowed):
+                continue
             for n, topic in taken.lines:
                 out.report("RUN-ANSWER-QUOTE",
                            f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is "
                            f"read as part of that answer, which begins with \" and has no closing quote on its line "
                            "(the official scripts read the run with Python's csv quoting)", taken.line)
-    except (csv.Error, UnicodeDecodeError, OSError, EOFError):
+    except task3csv.CsvStop as exc:
+        stop = exc
+    except (UnicodeDecodeError, OSError, EOFError):
         return  # the structure checks have reported what makes the file unreadable
+    try:
+        for m in task3csv.iter_quoting(path, max_bytes):
+            if not isinstance(m, task3csv.Misread):
+                continue
+            field = m.written[m.column - 1]
+            how = (f"as {m.read[m.column - 1]!r}" if len(m.read) == len(m.written) else
+                   f"as {len(m.read)} field(s) instead of {len(m.written)}, from there {m.read[m.column - 1:]!r}")
+            out.report("RUN-ANSWER-QUOTE",
+                       lambda m=m, field=field, how=how: (
+                           f"topic {m.topic}: column {m.column} is written {field!r} and the official scripts read it "
+                           f"{how}: for Python's csv a field that begins with \" is quoted (the quotes are dropped, "
+                           "\"\" inside is one \", text after the closing quote is kept)"),
+                       m.line, 1 + sum(len(f) + 1 for f in m.written[:m.column - 1]),
+                       hint="to keep the text as written, write the field as csv quotes it: enclosed in \" with every "
+                            "\" inside doubled (\"\"\"a\"\" b\" is read as \"a\" b)")
+    except task3csv.CsvStop:
+        pass  # the same stop as in the first pass
+    except (UnicodeDecodeError, OSError, EOFError):
+        return
+    if stop is not None:
+        out.report("RUN-ANSWER-QUOTE", f"the official scripts stop reading the run here: Python's csv raises "
+                                       f"'{stop.reason}'", stop.line)
 
 
 def _patterns(task: Any) -> dict[str, re.Pattern[str] | None]:

@@ -1,0 +1,139 @@
+"""The re-ranking input: ``rerank.jsonl.gz``, one candidate per line, as TIREx hands it over.
+
+Each line is ``{"qid", "query", "docno", "text", "rank", "score"}`` (the fields of
+TIREx's re-ranking datasets, Fröbe et al., SIGIR 2023; docs/formats.md). Lines are
+grouped by topic in the order of the dataset's topics file, then by rank. The file is
+gzip with no name and mtime 0, so the same run and dataset give the same bytes, and its
+sha256 can key a cache and a run record.
+
+A *stage directory* is what a re-ranker gets as ``$inputRun``: the first stage's
+``run.txt`` and this file beside it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sharedtask.data.checksum import sha256
+from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.rerank.candidates import Candidate, top_candidates
+from sharedtask.rerank.texts import document_texts, query_texts
+from sharedtask.runfile import find_run_file
+from sharedtask.spec import Task
+
+RERANK_FILE = "rerank.jsonl.gz"
+FIELDS = ("qid", "query", "docno", "text", "rank", "score")
+
+
+@dataclass(frozen=True)
+class RerankSummary:
+    path: Path
+    topics: int
+    candidates: int
+    depth: int
+    sha256: str
+    first_stage: str | None = None  # the run file the candidates came from
+
+    def to_json(self) -> dict[str, object]:
+        return {"input": str(self.path), "sha256": self.sha256, "depth": self.depth, "topics": self.topics,
+                "candidates": self.candidates, "first_stage_run": self.first_stage}
+
+
+def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: int | None = None) -> RerankSummary:
+    """Write ``out`` (a ``rerank.jsonl.gz``) from a first stage's ``run`` on ``dataset``.
+
+    ``depth`` defaults to the task's ``rerank.depth``. A topic of the run that the
+    dataset does not know, or a document its corpus does not hold, is an error: such a
+    run would not have passed validation, and a re-ranker could not read its text.
+    """
+    depth = depth or (task.rerank.depth if task.rerank else None)
+    if not depth:
+        raise SharedTaskError(f"task {task.id} declares no re-ranking stage", hint="pass --depth N")
+    run_file = find_run_file(run, task.output.file)
+    queries = query_texts(task, dataset)
+    candidates = top_candidates(run_file, depth)
+    unknown = [qid for qid in candidates if qid not in queries]
+    if unknown:
+        raise FormatError(run_file, f"topic {unknown[0]} is not a topic of the dataset ({len(unknown)} such topic(s))",
+                          hint=f"run the first stage on this dataset ({dataset}) and validate it first")
+    wanted = {c.docno for rows in candidates.values() for c in rows}
+    texts = document_texts(task, dataset, wanted)
+    missing = sorted(wanted - texts.keys())
+    if missing:
+        raise FormatError(run_file, f"document {missing[0]} is not in the dataset's corpus ({len(missing)} such)",
+                          hint="a first stage may only rank documents of the corpus: validate the run first")
+    count = 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+            for qid, query in queries.items():
+                for c in candidates.get(qid, ()):
+                    line = {"qid": qid, "query": query, "docno": c.docno, "text": texts[c.docno],
+                            "rank": c.rank, "score": c.score}
+                    packed.write(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
+                    count += 1
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return RerankSummary(out, sum(1 for q in queries if candidates.get(q)), count, depth, sha256(out), str(run_file))
+
+
+def prepare_stage(task: Task, dataset: Path, run: Path, stage_dir: Path, depth: int | None = None) -> RerankSummary:
+    """Fill ``stage_dir`` (the future ``$inputRun``) with the first stage's run and its candidates."""
+    run_file = find_run_file(run, task.output.file)
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    target = stage_dir / task.output.file
+    if run_file.resolve() != target.resolve():
+        shutil.copyfile(run_file, target)
+    return write_rerank_input(task, dataset, target, stage_dir / RERANK_FILE, depth)
+
+
+def read_rerank_input(path: Path) -> Iterator[Candidate]:
+    """The candidates of a ``rerank.jsonl.gz`` (or its directory), checked line by line."""
+    if path.is_dir():
+        path = path / RERANK_FILE
+    if not path.is_file():
+        raise SharedTaskError(f"{path} does not exist", hint=f"a re-ranking stage directory holds {RERANK_FILE}")
+    lineno = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, 1):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise FormatError(path, f"not valid JSON ({exc.msg})", line=lineno, column=exc.colno) from None
+                if not isinstance(obj, dict) or any(key not in obj for key in FIELDS):
+                    raise FormatError(path, "expected an object with " + ", ".join(FIELDS), line=lineno)
+                yield Candidate(str(obj["qid"]), str(obj["docno"]), int(obj["rank"]), float(obj["score"]))
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise FormatError(path, f"not a readable gzip JSON Lines file ({exc})", line=lineno + 1) from None
+
+
+def summarize(path: Path) -> RerankSummary:
+    """The summary of an existing ``rerank.jsonl.gz`` (its depth: the most candidates of a topic)."""
+    per_topic: dict[str, int] = {}
+    for c in read_rerank_input(path):
+        per_topic[c.qid] = per_topic.get(c.qid, 0) + 1
+    return RerankSummary(path, len(per_topic), sum(per_topic.values()), max(per_topic.values(), default=0),
+                         sha256(path))
+
+
+def stage_for(task: Task, dataset: Path, input_run: Path, scratch: Path) -> RerankSummary:
+    """The stage a re-ranker of ``task`` reads: ``input_run`` itself when it already holds
+    ``rerank.jsonl.gz``, else a stage made in ``scratch`` from the run it holds."""
+    ready = input_run / RERANK_FILE if input_run.is_dir() else None
+    if ready is not None and ready.is_file():
+        return summarize(ready)
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    return prepare_stage(task, dataset, input_run, scratch)

@@ -1,0 +1,111 @@
+"""The query and document texts of a task's dataset, as a re-ranker receives them.
+
+One reading per task family, from the task's input contract (its ``topics``,
+``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
+wanted documents are kept, so memory is bounded by the candidates, not the corpus.
+
+- Touché: the topic's title; an argument's conclusion followed by its premises (the text
+  the BM25 and dense baselines index).
+- ARQMath Task 1: the topic's title and question; an answer's body, each as readable
+  text with formulae in ``$…$``, preceded by its question's title (as the BM25 baseline
+  indexes an answer). The titles take a second pass over Posts.xml, which ends as soon as
+  every question asked for is found (the dumps list posts by id, questions before answers).
+- semantic search (mathlib4): the query; a statement's name, informal text and formal
+  statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.spec import Task
+
+FAMILIES = ("touche", "arqmath-task1", "semantic-search")
+
+
+def _files(task: Task, dataset: Path, role: str) -> list[Path]:
+    entries = task.input.all(role)
+    found = [p for entry in entries for p in entry.matches(dataset)]
+    if not found:
+        wanted = ", ".join(e.path for e in entries) or role
+        raise SharedTaskError(f"{dataset} holds no {role} file of task {task.id} ({wanted})",
+                              hint="pass the task's dataset folder (the one mounted as $inputDataset)")
+    return found
+
+
+def supports(task: Task) -> bool:
+    return task.family in FAMILIES
+
+
+def _check_family(task: Task) -> None:
+    if not supports(task):
+        raise SharedTaskError(f"task {task.id} ({task.family}) has no re-ranking input",
+                              hint="re-ranking inputs exist for Touché Task 1, ARQMath Task 1 and mathlib4-search")
+
+
+def query_texts(task: Task, dataset: Path) -> dict[str, str]:
+    """Topic id → the query text a re-ranker reads."""
+    _check_family(task)
+    topics = _files(task, dataset, "topics")[0]
+    if task.family == "touche":
+        from sharedtask.formats.touche import read_touche_topics
+
+        return {t.number: t.title for t in read_touche_topics(topics)}
+    if task.family == "arqmath-task1":
+        from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
+
+        return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
+                for t in read_arqmath_topics(topics)}
+    from sharedtask.formats.jsonl import read_queries
+
+    return {q.number: q.query for q in read_queries(topics)}
+
+
+def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, str]:
+    """Document id → text for the ``wanted`` ids found in the corpus (missing ids are left out)."""
+    _check_family(task)
+    want = set(wanted)
+    if task.family == "touche":
+        return _touche(task, dataset, want)
+    if task.family == "arqmath-task1":
+        return _arqmath(task, dataset, want)
+    from sharedtask.formats.jsonl import read_statements
+
+    out: dict[str, str] = {}
+    for path in _files(task, dataset, "corpus"):
+        for s in read_statements(path):
+            if s.id in want:
+                out[s.id] = " ".join(x for x in (s.name, s.informal, s.formal) if x).strip()
+    return out
+
+
+def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, str]:
+    from sharedtask.formats.argsme import read_argsme
+
+    out: dict[str, str] = {}
+    for path in _files(task, dataset, "corpus"):
+        for arg in read_argsme(path):
+            if arg.id in want and arg.id not in out:
+                out[arg.id] = " ".join([arg.conclusion, *(p.text for p in arg.premises)])
+    return out
+
+
+def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, str]:
+    from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
+
+    posts = _files(task, dataset, "posts")[0]
+    bodies: dict[str, tuple[str, str]] = {}  # answer id -> (question id, body text)
+    for post in read_posts(posts):
+        if isinstance(post, Answer) and post.id in want:
+            bodies[post.id] = (post.parent_id, html_to_text(post.body))
+    parents = {parent for parent, _ in bodies.values()}
+    titles: dict[str, str] = {}
+    if parents:  # second pass, only for the questions asked; it stops once all are found
+        for post in read_posts(posts):
+            if isinstance(post, Question) and post.id in parents:
+                titles[post.id] = html_to_text(post.title)
+                if len(titles) == len(parents):
+                    break
+    return {doc: " ".join(x for x in (titles.get(parent, ""), body) if x) for doc, (parent, body) in bodies.items()}
