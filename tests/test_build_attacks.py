@@ -5,7 +5,7 @@ started here, ``COPY --from`` and ``FROM`` of another team's image (a real image
 secret), a registry name (a loopback listener that must see no connection), a FIFO and a
 link to /dev/zero in the context. Each is refused before dockerd is asked, and the server,
 the listener and the images show that nothing was fetched or copied. A legitimate build
-still works, and the project's baseline images are still up to date (no rebuild).
+still works, and the project's Dockerfiles pass with the hash they always had (no rebuild).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sharedtask.buildcontext import ContextRefused
+from sharedtask.buildcontext import ContextRefused, read_dockerfile
+from sharedtask.dockerfile import check
 from sharedtask.cli import main
-from sharedtask.images import BuildRefused, BuildSandbox, ensure_image, up_to_date
+from sharedtask.images import BuildRefused, BuildSandbox, build_policy, ensure_image, up_to_date
 from sharedtask.manifest import load_manifest
 
 pytestmark = pytest.mark.docker
@@ -212,12 +213,51 @@ def test_a_legitimate_build_works_and_sees_only_its_context(docker_client, base_
             docker_client.images.remove(image.id, force=True)
 
 
-def test_the_baseline_builds_still_pass_and_stay_up_to_date(docker_client, base_image):
-    """Every baseline's Dockerfile passes the check, and its context hashes to the label of the image
-    built before this change: `demo` does not rebuild them. (Checked without building: the baseline
-    images are shared by every session on this daemon; the legitimate build above is real.)"""
+def _old_context_hash(context: Path, extra: str) -> str:
+    """The hash images had before issue 26 (os.walk + read_bytes), kept here as the reference."""
+    import hashlib
+
+    skip = {".git", "__pycache__", ".pytest_cache", ".hypothesis", ".venv", "node_modules", "sharedtask-runs",
+            "sharedtask-report", "tests", "benchmarks"}
+    digest = hashlib.sha256(extra.encode())
+    for root, dirs, files in os.walk(context):
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        for name in sorted(files):
+            if not name.endswith((".pyc", ".pyo")):
+                path = Path(root, name)
+                digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def test_the_baseline_builds_still_pass_and_keep_their_hash(docker_client, base_image):
+    """Every baseline's (and the evaluator's) Dockerfile passes the check, and its context hashes as
+    before this change, so an image that was up to date stays so (no rebuild caused by the change).
+    Checked without building: the baseline images are shared by every session on this daemon."""
+    from sharedtask.buildcontext import collect
+
     manifest = load_manifest()
-    for sw in manifest.baselines:
-        if not docker_client.images.list(name=sw.image):
-            pytest.skip(f"{sw.image} is not built here (the demo builds it)")
-        assert up_to_date(sw, docker_client), sw.name
+    for sw in (*manifest.baselines, manifest.evaluator):
+        name = sw.dockerfile or "Dockerfile"
+        findings = check(read_dockerfile(sw.build, name), build_policy(), {"BASE_IMAGE": base_image, **sw.build_args})
+        assert findings == [], sw.name
+        collected = collect(sw.build, dockerfile=name, extra="parents")
+        collected.archive.close()
+        assert collected.digest == _old_context_hash(sw.build, "parents"), sw.name
+
+
+def test_up_to_date_follows_the_context(docker_client, base_image, tmp_path):
+    """images.up_to_date: what `demo` would decide, without building."""
+    from sharedtask.manifest import Software
+
+    ctx = _context(tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY a.txt /a.txt\n")
+    (ctx / "a.txt").write_text("one\n")
+    sw = Software(name="t", image=_tag(), kind="submission", build=ctx)
+    try:
+        assert not up_to_date(sw, docker_client)  # not built yet
+        ensure_image(ctx, sw.image, sandbox=BuildSandbox())
+        assert up_to_date(sw, docker_client)
+        (ctx / "a.txt").write_text("two\n")
+        assert not up_to_date(sw, docker_client)
+    finally:
+        for image in docker_client.images.list(name=sw.image):
+            docker_client.images.remove(image.id, force=True)
