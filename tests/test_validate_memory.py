@@ -183,3 +183,17 @@ def test_fix_says_where_reading_stopped(tmp_path, small_bound) -> None:
     stopped = [n for key, n in report.changes.items() if "RUN-MEMORY-BOUND" in key]
     assert len(stopped) == 1 and BOUND < stopped[0] < 50_000
     assert report.lines_written == load_task(TASK).output.max_results_per_topic
+
+
+def test_task3_quoting_reads_no_further_than_the_pass(tmp_path, small_bound) -> None:
+    """ARQMath-3 Task 3: the csv quoting check stops where the validator stopped (here: more
+    distinct topics than the bound); a swallowing answer after that point is not read."""
+    lines = [f"{t}\t1\t1.0\trun\tanswer {t}" for t in range(1, 20_001)]
+    lines.append('20001\t1\t1.0\trun\t"swallows')  # far past the bound
+    lines.append("20002\t1\t1.0\trun\tanswer")
+    result = validate(_write(tmp_path / "run.tsv", lines), load_task("arqmath-3-task3"))
+    _refusal(result)
+    assert "RUN-ANSWER-QUOTE" not in result.codes()
+    # within the bound the same answer is found as before
+    short = [*lines[:10], *lines[-2:]]
+    assert "RUN-ANSWER-QUOTE" in validate(_write(tmp_path / "short.tsv", short), load_task("arqmath-3-task3")).codes()

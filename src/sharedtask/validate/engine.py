@@ -92,19 +92,23 @@ def run(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        pass_ = _Pass(*args, keep_all=False)
         try:
-            stats = _Pass(*args, keep_all=False).run()
+            stats = pass_.run()
         except _Interleaved:
             out.reset()
             if on_restart is not None:
                 on_restart()
-            stats = _Pass(*args, keep_all=True).run()
+            pass_ = _Pass(*args, keep_all=True)
+            stats = pass_.run()
     finally:
         if gc_was_enabled:
             gc.enable()
     check_file_name(out, file_name or path.name, task.output.file_name_pattern)
     if layout.answer is not None:
-        _official_quoting(out, path, task.output.run_bytes_bound)
+        # read no further than the pass did when it stopped early (a bound, a broken gzip stream)
+        scanner = pass_.scanner
+        _official_quoting(out, path, scanner.consumed if scanner.state.aborted else task.output.run_bytes_bound)
     return ValidationResult(
         path=path,
         task_id=task.id,
