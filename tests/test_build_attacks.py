@@ -261,3 +261,17 @@ def test_up_to_date_follows_the_context(docker_client, base_image, tmp_path):
     finally:
         for image in docker_client.images.list(name=sw.image):
             docker_client.images.remove(image.id, force=True)
+
+
+def test_a_submission_cannot_take_the_name_of_a_base_image(docker_client, base_image, tmp_path):
+    """Built under the base's tag, a team's image would become every later build's FROM."""
+    from sharedtask.images import ensure_software_image
+    from sharedtask.manifest import Software
+
+    ctx = _context(tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo mine > /owned\n")
+    before = docker_client.images.get(base_image).id
+    sw = Software(name="hijack", image=base_image, kind="submission", build=ctx)
+    with pytest.raises(BuildRefused) as info:
+        ensure_software_image(sw)
+    assert [f.code for f in info.value.findings] == ["BUILD-TAG"] and "one of the organizer's base images" in str(info.value)
+    assert docker_client.images.get(base_image).id == before

@@ -201,6 +201,9 @@ CATALOGUE: dict[str, Code] = {
     "BUILD-UNSUPPORTED": _c(_B, E, "Dockerfile syntax the organizer's builder does not vouch for (heredocs, RUN "
                             "flags, `# syntax=`, variables where an image or URL could hide, unknown instructions)",
                             "write the Dockerfile with plain instructions: scripts as files of the build context"),
+    "BUILD-TAG": _c(_B, E, "a submission whose image name is one of the organizer's base images (its build would "
+                    "replace that base for every later build and run)",
+                    "give the submission an image name of its own, e.g. team-name/run:1"),
     "BUILD-CONTEXT": _c(_B, E, "a build context with a FIFO, socket, device, a link leaving the context, or more "
                         "files or bytes than the organizer allows",
                         "keep only regular files and folders (and links inside the context) in the build context"),

@@ -113,7 +113,7 @@ class BuildRefused(SharedTaskError):
     """The Dockerfile names what the organizer's policy does not allow: every finding, one per line."""
 
     def __init__(self, tag: str, findings: list[Finding]) -> None:
-        lines = [f"{f.path}:{f.line}: {f.message} [{f.code}]" for f in findings]
+        lines = [f"{f.path}{'' if f.line is None else f':{f.line}'}: {f.message} [{f.code}]" for f in findings]
         super().__init__(f"building {tag} refused: " + "\n".join(lines), hint=findings[0].hint)
         self.findings = findings
 
@@ -278,6 +278,14 @@ def _forget(client: Any, tag: str, wanted: str) -> None:
 def ensure_software_image(software: Any, *, force: bool = False,
                           on_log: Callable[[str], None] | None = None) -> tuple[str, bool]:
     """Build a manifest entry's image under its build sandbox (see :class:`BuildSandbox`)."""
+    if software.kind == "submission" and software.build is not None:
+        policy = build_policy()
+        if policy.allows(software.image):
+            from sharedtask.finding_codes import finding
+
+            raise BuildRefused(software.image, [finding(
+                "BUILD-TAG", f"the submission {software.name!r} would be tagged {software.image}, one of the "
+                f"organizer's base images (allowed bases: {policy.describe()})", str(software.build))])
     return ensure_image(software.build, software.image, dockerfile=software.dockerfile,
                         build_args=software.build_args, force=force, on_log=on_log,
                         sandbox=BuildSandbox.for_software(software.kind, software.build_sandbox))
