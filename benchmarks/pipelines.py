@@ -6,7 +6,8 @@ On the full-size synthetic args.me (387,740 arguments, 50 topics; generated with
 ``python -m sharedtask.synthetic argsme`` when missing), one after the other in the
 sandbox: Lucene BM25 (the first stage); the stage made from its run on the host
 (``sharedtask.rerank.prepare_stage``: its top 100 per topic with their text, one pass over
-the corpus); the dense re-ranker on that stage (``dense_baseline --mode rerank``). Prints
+the corpus); the dense re-ranker on that stage (``dense_baseline --mode rerank``), then the
+BM25F re-ranker (``--mode bm25f``). Prints
 each whole-run time and the ratios to BM25 of the re-ranker alone and of the pipeline
 (stage + re-ranker, the cost on top of a first stage that is run anyway). ``--full`` also
 runs the full dense baseline (about eight BM25 runs). Then nDCG@5 on the Touché 2021 sample
@@ -50,7 +51,7 @@ def sample_scores() -> None:
 
     task = load_task("touche-2021-task1")
     refs = resource("baselines") / "reference-runs" / task.id
-    for name in ("lucene-bm25", "dense-rerank", "dense-wordllama"):
+    for name in ("lucene-bm25", "bm25f-rerank", "dense-rerank", "dense-wordllama"):
         result = evaluate(refs / f"{name}.txt", task, truth_dir=task.sample_dir / "truth",
                           input_dir=task.sample_dir / "input")
         print(f"Touché 2021 sample, nDCG@5 (relevance, official): {name:16} {result.scores['ndcg5_official']:.4f}")
@@ -86,6 +87,10 @@ def main() -> int:
             return 1
         print(f"ratios to BM25: re-ranker x{rerank / bm25:.2f}; stage + re-ranker x{(stage + rerank) / bm25:.2f}; "
               f"BM25 + stage + re-ranker x{(bm25 + stage + rerank) / bm25:.2f}")
+        bm25f = bench("BM25F re-ranking of BM25's top 100", dense_image, "python -m dense_baseline --mode bm25f",
+                      data, work / "bm25f", args.cpus, input_run=work / "stage")
+        if bm25f is not None:
+            print(f"BM25F re-ranker x{bm25f / bm25:.2f} BM25")
         if args.full:
             dense = bench("full dense (WordLlama, exact)", dense_image, "python -m dense_baseline --mode dense", data,
                           work / "dense", args.cpus)

@@ -76,7 +76,7 @@ def test_rerank_input_of_the_touche_sample(tmp_path: Path) -> None:
     run_topics = {line.split()[0] for line in BM25.read_text().splitlines()}
     assert [r["qid"] for r in rows[::5]] == [t for t in topics if t in run_topics]  # topics in file order
     assert first.topics == len(rows) // 5 and first.candidates == len(rows)
-    assert set(rows[0]) == {"qid", "query", "docno", "text", "rank", "score"}
+    assert set(rows[0]) == {"qid", "query", "docno", "text", "rank", "score", "fields"}
     # the first candidate of topic 51: BM25's best line, its score, and the argument's own text
     best = max((line.split() for line in BM25.read_text().splitlines() if line.split()[0] == "51"),
                key=lambda parts: (float(parts[4]), parts[2]))
@@ -85,6 +85,8 @@ def test_rerank_input_of_the_touche_sample(tmp_path: Path) -> None:
                  for a in json.loads((SAMPLE / f"{name}.json").read_text())["arguments"]]
     argument = next(a for a in arguments if a["id"] == best[2])
     assert rows[0]["text"] == " ".join([argument["conclusion"], *(p["text"] for p in argument["premises"])])
+    assert rows[0]["fields"] == {"conclusion": argument["conclusion"],
+                                 "premises": " ".join(p["text"] for p in argument["premises"])}
     title = (SAMPLE / "topics.xml").read_text().split("<number>51</number>")[1].split("<title>")[1].split("</title>")[0]
     assert rows[0]["query"] == title.strip()
     assert [r["rank"] for r in rows[:5]] == [1, 2, 3, 4, 5]

@@ -1,12 +1,13 @@
 """``python -m dense_baseline``: dense, BM25 or hybrid runs for mathlib4-search, Touché
 Task 1 and ARQMath Task 1.
 
-    python -m dense_baseline [--mode dense|bm25|hybrid|rerank] [--hits 1000] [--block 4096]
+    python -m dense_baseline [--mode dense|bm25|hybrid|rerank|bm25f] [--hits 1000] [--block 4096]
 
 ``dense``: WordLlama vectors (encode.py), exact cosine top-k (search.py). ``bm25``:
 Anserini BM25 (k1 0.9, b 0.4) over the same document text. ``hybrid``: both, fused by
 reciprocal rank fusion (k = 60). ``rerank``: the dense scores of a first stage's
-candidates (``$inputRun/rerank.jsonl.gz``, rerank.py), no index. Reads ``$inputDataset``,
+candidates (``$inputRun/rerank.jsonl.gz``, rerank.py), no index; ``bm25f``: the same
+candidates by cross-field BM25 (bm25f.py). Reads ``$inputDataset``,
 writes ``$outputDir/run.txt``.
 No network at any point: the model's weights are inside the image's wordllama wheel.
 """
@@ -25,7 +26,7 @@ from lucene_baseline.jsonl import ShardedJsonl
 from lucene_baseline.pipeline import search as bm25_search
 from sharedtask.formats.trec import RunRow, write_run
 
-from dense_baseline import corpus, encode, rerank
+from dense_baseline import bm25f, corpus, encode, rerank
 from dense_baseline.search import Hits, TopK, rrf
 
 log = logging.getLogger("baseline")
@@ -36,7 +37,8 @@ LAYOUT = {"semantic-search": "trec", "touche": "trec", "arqmath-task1": "arqmath
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="dense_baseline", description=__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"), default=os.environ.get("BASELINE_MODE", "dense"))
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank", "bm25f"),
+                   default=os.environ.get("BASELINE_MODE", "dense"))
     p.add_argument("--hits", type=int, default=1000, help="results per topic (the tasks allow 1000)")
     p.add_argument("--block", type=int, default=4096, help="documents embedded and scored per block")
     p.add_argument("--rrf-k", type=int, default=60, help="reciprocal rank fusion constant (Cormack et al.: 60)")
@@ -44,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tag", default=None, help="run tag (default sharedtask-<mode>)")
     p.add_argument("--input", help="dataset folder (default $inputDataset)")
     p.add_argument("--output", help="output folder (default $outputDir)")
-    p.add_argument("--input-run", help="re-ranking stage folder for --mode rerank (default $inputRun)")
+    p.add_argument("--input-run", help="re-ranking stage folder for --mode rerank and bm25f (default $inputRun)")
     p.add_argument("--work", help="keep scratch files (JSONL, index) in this folder")
     return p.parse_args(argv)
 
@@ -77,8 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     log.info("task %s, mode %s, input %s, output %s", task, args.mode, data, out)
     start = time.monotonic()
     queries = corpus.queries(task, data)
-    if args.mode == "rerank":
-        final, count = rerank.rerank_hits(rerank.stage_file(args.input_run), queries, args.hits)
+    if args.mode in ("rerank", "bm25f"):
+        stage = rerank.stage_file(args.input_run)
+        if args.mode == "rerank":
+            final, count = rerank.rerank_hits(stage, queries, args.hits)
+        else:
+            final, count = bm25f.bm25f_hits(stage, queries, args.hits, task)
         log.info("re-ranked %d candidates of %d queries in %.1f s", count, len(queries), time.monotonic() - start)
         return _write(out, tag, task, queries, final, start)
     with scratch_dir(args.work) as work:

@@ -41,6 +41,21 @@ def read_candidates(path: Path) -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
+def read_fields(path: Path) -> dict[str, list[tuple[str, str, dict[str, str]]]]:
+    """qid -> [(query, docno, fields)] in the file's order: each candidate's text by field."""
+    out: dict[str, list[tuple[str, str, dict[str, str]]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            try:
+                obj = json.loads(line)
+                fields = obj.get("fields") or {"text": obj["text"]}
+                out.setdefault(str(obj["qid"]), []).append((str(obj["query"]), str(obj["docno"]),
+                                                            {str(k): str(v) for k, v in fields.items()}))
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                raise SystemExit(f"error: {path}:{lineno}: not a re-ranking line ({exc})") from None
+    return out
+
+
 def rerank_hits(path: Path, queries: list[tuple[str, str]], hits: int) -> tuple[list[Hits], int]:
     """Each query's candidates re-scored (queries without candidates get none); and the count."""
     candidates = read_candidates(path)

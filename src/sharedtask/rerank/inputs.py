@@ -1,7 +1,9 @@
 """The re-ranking input: ``rerank.jsonl.gz``, one candidate per line, as TIREx hands it over.
 
 Each line is ``{"qid", "query", "docno", "text", "rank", "score"}`` (the fields of
-TIREx's re-ranking datasets, Fröbe et al., SIGIR 2023; docs/formats.md). Lines are
+TIREx's re-ranking datasets, Fröbe et al., SIGIR 2023; docs/formats.md), plus
+``"fields"``: the document's text by field (conclusion/premises, title/body,
+name/informal/formal), for re-rankers that weigh them. Lines are
 grouped by topic in the order of the dataset's topics file, then by rank. The file is
 gzip with no name and mtime 0, so the same run and dataset give the same bytes, and its
 sha256 can key a cache and a run record.
@@ -76,8 +78,9 @@ def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: i
         with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
             for qid, query in queries.items():
                 for c in candidates.get(qid, ()):
-                    line = {"qid": qid, "query": query, "docno": c.docno, "text": texts[c.docno],
-                            "rank": c.rank, "score": c.score}
+                    doc = texts[c.docno]
+                    line = {"qid": qid, "query": query, "docno": c.docno, "text": doc.text,
+                            "rank": c.rank, "score": c.score, "fields": doc.fields}
                     packed.write(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
                     count += 1
         os.chmod(tmp, 0o644)

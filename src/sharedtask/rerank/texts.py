@@ -1,6 +1,7 @@
 """The query and document texts of a task's dataset, as a re-ranker receives them.
 
-One reading per task family, from the task's input contract (its ``topics``,
+Each document comes as one text and by field (for re-rankers that weigh fields, such as
+BM25F). One reading per task family, from the task's input contract (its ``topics``,
 ``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
 wanted documents are kept, so memory is bounded by the candidates, not the corpus.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
+from typing import NamedTuple
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.spec import Task
@@ -63,8 +65,16 @@ def query_texts(task: Task, dataset: Path) -> dict[str, str]:
     return {q.number: q.query for q in read_queries(topics)}
 
 
-def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, str]:
-    """Document id → text for the ``wanted`` ids found in the corpus (missing ids are left out)."""
+class Document(NamedTuple):
+    """A candidate's text as one string (what the baselines index) and by field, in order."""
+
+    text: str
+    fields: dict[str, str]
+
+
+def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, Document]:
+    """Document id → its text and fields, for the ``wanted`` ids found in the corpus (missing ids
+    are left out)."""
     _check_family(task)
     want = set(wanted)
     if task.family == "touche":
@@ -73,26 +83,29 @@ def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[s
         return _arqmath(task, dataset, want)
     from sharedtask.formats.jsonl import read_statements
 
-    out: dict[str, str] = {}
+    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for s in read_statements(path):
             if s.id in want:
-                out[s.id] = " ".join(x for x in (s.name, s.informal, s.formal) if x).strip()
+                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
+                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
     return out
 
 
-def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, str]:
+def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
     from sharedtask.formats.argsme import read_argsme
 
-    out: dict[str, str] = {}
+    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for arg in read_argsme(path):
             if arg.id in want and arg.id not in out:
-                out[arg.id] = " ".join([arg.conclusion, *(p.text for p in arg.premises)])
+                premises = [p.text for p in arg.premises]
+                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
+                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
     return out
 
 
-def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, str]:
+def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
     from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
 
     posts = _files(task, dataset, "posts")[0]
@@ -108,4 +121,8 @@ def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, str]:
                 titles[post.id] = html_to_text(post.title)
                 if len(titles) == len(parents):
                     break
-    return {doc: " ".join(x for x in (titles.get(parent, ""), body) if x) for doc, (parent, body) in bodies.items()}
+    out: dict[str, Document] = {}
+    for doc, (parent, body) in bodies.items():
+        title = titles.get(parent, "")
+        out[doc] = Document(" ".join(x for x in (title, body) if x), {"title": title, "body": body})
+    return out
