@@ -33,6 +33,7 @@ def _c(group: str, severity: Severity, meaning: str, hint: str) -> Code:
     return Code(group, severity, meaning, hint)
 
 
+_B = "image builds"
 _S, _F, _R, _T, _A, _IN, _P, _M = ("structure", "fields", "ranking", "TIRA's run check", "ARQMath", "dataset", "pipeline",
                                    "MathQA")
 
@@ -74,6 +75,10 @@ CATALOGUE: dict[str, Code] = {
                         "the bound is the task's output.max_run_bytes: write at most max_results_per_topic lines per topic"),
     "RUN-LINE-TOO-LONG": _c(_S, E, "a line longer than the task's bound (output.max_line_bytes)",
                             "a run line holds a few ids and numbers: check that lines end with a newline"),
+    "RUN-MEMORY-BOUND": _c(_S, E, "checking the run would keep more of it in memory than the task allows "
+                           "(max(topics × depth, 100,000) lines, at most 500,000; 64 MiB of their text)",
+                           "write each topic's lines together (not interleaved), at most max_results_per_topic lines "
+                           "per topic, for the task's topics only, with one run tag"),
     "RUN-EMPTY": _c(_S, E, "the run has no result lines", "write one line per result in the task's layout"),
     # --- fields (validate/fields.py)
     "RUN-TOPIC-ID": _c(_F, E, "a topic id that does not match the task's pattern",
@@ -184,6 +189,24 @@ CATALOGUE: dict[str, Code] = {
     "INPUT-TOPIC-ID": _c(_IN, E, "topic ids that do not match the task's topic pattern",
                          "is this the topics file of the task?"),
     "INPUT-TOPIC-DUPLICATE": _c(_IN, E, "a topic id given twice", "give every topic once"),
+    # --- a participant's image build (sharedtask/dockerfile.py, sharedtask/buildcontext.py)
+    "BUILD-FROM": _c(_B, E, "FROM an image that is not one of the organizer's base images",
+                     "build FROM an allowed base (ARG BASE_IMAGE, then FROM ${BASE_IMAGE}, is the project's base image)"),
+    "BUILD-COPY-FROM": _c(_B, E, "COPY --from an image that is neither an earlier stage nor an allowed base image",
+                          "copy from an earlier stage of your own Dockerfile (FROM ... AS name) or from your build context"),
+    "BUILD-ADD-URL": _c(_B, E, "ADD (or COPY) of a URL: dockerd would fetch it on the host's network",
+                        "put the file into your build context and COPY it"),
+    "BUILD-REGISTRY": _c(_B, E, "an image reference that names a registry other than the organizer's",
+                         "use the organizer's base images by their local names"),
+    "BUILD-UNSUPPORTED": _c(_B, E, "Dockerfile syntax the organizer's builder does not vouch for (heredocs, RUN "
+                            "flags, `# syntax=`, variables where an image or URL could hide, unknown instructions)",
+                            "write the Dockerfile with plain instructions: scripts as files of the build context"),
+    "BUILD-TAG": _c(_B, E, "a submission whose image name is one of the organizer's base images (its build would "
+                    "replace that base for every later build and run)",
+                    "give the submission an image name of its own, e.g. team-name/run:1"),
+    "BUILD-CONTEXT": _c(_B, E, "a build context with a FIFO, socket, device, a link leaving the context, or more "
+                        "files or bytes than the organizer allows",
+                        "keep only regular files and folders (and links inside the context) in the build context"),
     # --- the organizer's pipeline (sharedtask demo)
     "RUN-MISSING": _c(_P, E, "the software wrote no run file", "write $outputDir/run.txt (or run.txt.gz)"),
     "RUN-UNREADABLE": _c(_P, E, "the run file could not be read", "see the reason given"),

@@ -89,28 +89,56 @@ def _over_limit(fields: list[str], first: int) -> CsvStop | None:
     return None
 
 
-def csv_rows(path: Path) -> Iterator[CsvRow]:
-    """The run's records under the official reading (``csv.reader``, tab, default quoting, csv's
-    default field limit); :class:`CsvStop` where csv.reader raises (the official scripts stop there)."""
+class _Tracked:
+    """The physical lines ``csv.reader`` consumes, from the start of the current record on.
+
+    Why: a run is a stranger's file; keeping only the current record's lines (a field is at
+    most ``OFFICIAL_FIELD_LIMIT`` long for the scripts) bounds memory, and ``max_chars``
+    bounds the reading (the validator passes the task's ``max_run_bytes``; issue 26)."""
+
+    def __init__(self, handle: Iterator[str], max_chars: int | None) -> None:
+        self.handle, self.max_chars = handle, max_chars
+        self.lines: list[str] = []
+        self.read = 0
+
+    def __iter__(self) -> "_Tracked":
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.handle)
+        self.read += len(line)
+        if self.max_chars is not None and self.read > self.max_chars:
+            raise StopIteration
+        self.lines.append(line)
+        return line
+
+
+def _records(path: Path, max_chars: int | None = None) -> Iterator[tuple[CsvRow, list[str]]]:
+    """Each record under the official reading with the physical lines it spans (the lines
+    csv.reader iterates over: \\n, \\r\\n or \\r), streamed; :class:`CsvStop` where csv.reader raises."""
     if csv.field_size_limit() < OFFICIAL_FIELD_LIMIT:
         csv.field_size_limit(OFFICIAL_FIELD_LIMIT)  # a lower limit would stop where the scripts go on
     with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter="\t")
+        tracked = _Tracked(handle, max_chars)
+        reader = csv.reader(tracked, delimiter="\t")
         last = 0
         try:
             for fields in reader:
                 stop = _over_limit(fields, last + 1)
                 if stop is not None:
                     raise stop
-                yield CsvRow(fields, last + 1, reader.line_num)
+                physical, tracked.lines = tracked.lines, []
+                yield CsvRow(fields, last + 1, reader.line_num), physical
                 last = reader.line_num
         except csv.Error as exc:
             raise CsvStop(max(reader.line_num, last + 1), str(exc)) from None
 
 
-def _physical(path: Path) -> list[str]:
-    with open_text(path) as handle:
-        return list(handle)  # the lines csv.reader iterates over (\n, \r\n or \r)
+def csv_rows(path: Path) -> Iterator[CsvRow]:
+    """The run's records under the official reading (``csv.reader``, tab, default quoting, csv's
+    default field limit); :class:`CsvStop` where csv.reader raises (the official scripts stop there)."""
+    for row, _ in _records(path):
+        yield row
 
 
 def _strip_newline(line: str) -> str:
@@ -118,35 +146,45 @@ def _strip_newline(line: str) -> str:
 
 
 def _taken(row: CsvRow, physical: list[str]) -> Swallowed | None:
-    """The non-blank lines after the first that ``row`` spans, with the topic written on each."""
-    taken = [(n, physical[n - 1].split("\t", 1)[0].strip()) for n in range(row.first_line + 1, row.last_line + 1)
-             if n - 1 < len(physical) and physical[n - 1].strip()]
+    """The non-blank lines after the first that ``row`` spans (``physical``), with the topic written on each."""
+    taken = [(row.first_line + i, line.split("\t", 1)[0].strip()) for i, line in enumerate(physical[1:], 1)
+             if line.strip()]
     return Swallowed(row.topic or "", row.first_line, taken) if taken else None
 
 
-def quoting(path: Path) -> tuple[list[Swallowed], list[Misread], CsvStop | None]:
+def _misread(row: CsvRow, physical: list[str]) -> Misread | None:
+    if not physical:
+        return None
+    written = _strip_newline(physical[0]).split("\t")
+    if row.fields == written or (not row.fields and written == [""]):
+        return None  # read as written (a blank line is no record for csv)
+    column = next((i + 1 for i, f in enumerate(written) if f.startswith('"')), len(written))
+    return Misread(row.first_line, written[0], column, written, row.fields)
+
+
+def iter_quoting(path: Path, max_chars: int | None = None) -> Iterator[Swallowed | Misread]:
+    """:func:`quoting`'s swallowing and misread records as they come, in one streaming pass;
+    raises :class:`CsvStop` at the end where csv.reader stops."""
+    for row, physical in _records(path, max_chars):
+        taken = _taken(row, physical)
+        if taken is not None:
+            yield taken
+            continue
+        misread = _misread(row, physical)
+        if misread is not None:
+            yield misread
+
+
+def quoting(path: Path, max_chars: int | None = None) -> tuple[list[Swallowed], list[Misread], CsvStop | None]:
     """Every way the official reading departs from the written lines: records that swallow the
     following lines, records read otherwise than written (a field that begins with ``"``), and
     where csv.reader stops (then the lists cover what it read before)."""
-    rows: list[CsvRow] = []
-    stop: CsvStop | None = None
-    try:
-        rows.extend(csv_rows(path))
-    except CsvStop as exc:
-        stop = exc
-    physical = _physical(path)
     taken_all: list[Swallowed] = []
     misread: list[Misread] = []
-    for row in rows:
-        taken = _taken(row, physical)
-        if taken is not None:
-            taken_all.append(taken)
-            continue
-        if row.first_line > len(physical):
-            continue
-        written = _strip_newline(physical[row.first_line - 1]).split("\t")
-        if row.fields == written or (not row.fields and written == [""]):
-            continue  # read as written (a blank line is no record for csv)
-        column = next((i + 1 for i, f in enumerate(written) if f.startswith('"')), len(written))
-        misread.append(Misread(row.first_line, written[0], column, written, row.fields))
+    stop: CsvStop | None = None
+    try:
+        for found in iter_quoting(path, max_chars):
+            (taken_all if isinstance(found, Swallowed) else misread).append(found)
+    except CsvStop as exc:
+        stop = exc
     return taken_all, misread, stop

@@ -19,10 +19,11 @@ tests/test_validate_fuzz.py).
 
 Memory: a run grouped by topic is validated with the current topic's lines plus the
 set of topic ids seen (flat in the file size). An interleaved run is detected when a
-topic reappears; the pass then restarts and keeps every topic's lines to the end:
-correct, but memory grows with the run (~550 bytes per line: 550 MB peak RSS for a
-1M-line interleaved args.me run; 666 MB before the rows were stored flat) and the lines
-read before the interleaving was noticed are read twice. ``--fix`` streams the same way.
+topic reappears; the pass then restarts and keeps every topic's lines to the end (the
+lines read before the interleaving was noticed are read twice). Either way at most the
+task's bound of lines is kept (budget.py: max(topics × depth, 100,000), at most 500,000,
+~620 bytes each); a run that needs more is refused with RUN-MEMORY-BOUND. ``--fix``
+streams the same way.
 """
 
 from __future__ import annotations
@@ -110,12 +111,18 @@ def validate(
     return _against_stage(result, input_run)
 
 
+#: Findings after which the validator stopped reading the run (its memory or byte bound, issue 26).
+_READ_IN_PART = frozenset({"RUN-MEMORY-BOUND", "RUN-TOO-LARGE", "RUN-LINE-TOO-LONG", "RUN-GZIP"})
+
+
 def _against_stage(result: ValidationResult, input_run: Path | None) -> ValidationResult:
     """Add the re-ranking findings when the run was made from a stage's candidates."""
     from sharedtask.rerank import RERANK_FILE, check_reranked
 
     if input_run is None or not (Path(input_run) / RERANK_FILE).is_file() or not result.path.is_file():
         return result
+    if result.codes() & _READ_IN_PART:
+        return result  # the run was not read to its end: reading it again here would not be bounded
     extra = check_reranked(result.path, Path(input_run))
     if not extra:
         return result

@@ -3,10 +3,10 @@
 Memory: for a run grouped by topic (the normal case) only the current topic's lines
 and the set of finished topic ids are kept, so memory does not grow with the file.
 When a topic shows up again after another one (an interleaved run), the pass starts
-over in a mode that keeps every topic's lines until the end of the file: correct,
-but memory then grows with the run (about 550 bytes per line, measured as peak RSS of
-a 1M-line interleaved args.me run) and the lines before the interleaving was noticed
-are read twice.
+over in a mode that keeps every topic's lines until the end of the file (the lines before
+the interleaving was noticed are read twice). What is kept is bounded by the task
+(budget.py, checked once per chunk): a run that needs more is refused with
+RUN-MEMORY-BOUND and the rest is not read.
 
 Large grouped runs go through the columnar fast path (fastpath.py, columnar.py) where
 their blocks are plain; it books plain topics and hands every other topic and block to
@@ -24,6 +24,7 @@ from typing import Any
 from sharedtask.validate.arqmath import check_file_name
 from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
 from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
+from sharedtask.validate.budget import Budget
 from sharedtask.validate.model import DEFAULT_LIMIT_PER_CODE, Collector, RunStats, ValidationResult
 from sharedtask.validate.ranking import RankingContext, TopicState, finish_topic
 from sharedtask.validate import structure
@@ -40,6 +41,10 @@ OnTopic = Callable[[str, list[list[str]], list[float | None], list[int]], None]
 
 class _Interleaved(Exception):
     """A topic reappeared: restart keeping every topic's state."""
+
+
+class _OverBudget(Exception):
+    """Going on would keep more of the run than the task's bound (budget.py)."""
 
 
 def choose_layout(path: Path, run_format: str) -> Layout:
@@ -87,19 +92,23 @@ def run(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        pass_ = _Pass(*args, keep_all=False)
         try:
-            stats = _Pass(*args, keep_all=False).run()
+            stats = pass_.run()
         except _Interleaved:
             out.reset()
             if on_restart is not None:
                 on_restart()
-            stats = _Pass(*args, keep_all=True).run()
+            pass_ = _Pass(*args, keep_all=True)
+            stats = pass_.run()
     finally:
         if gc_was_enabled:
             gc.enable()
     check_file_name(out, file_name or path.name, task.output.file_name_pattern)
     if layout.answer is not None:
-        _official_quoting(out, path)
+        # read no further than the pass did when it stopped early (a bound, a broken gzip stream)
+        scanner = pass_.scanner
+        _official_quoting(out, path, scanner.consumed if scanner.state.aborted else task.output.run_bytes_bound)
     return ValidationResult(
         path=path,
         task_id=task.id,
@@ -111,36 +120,50 @@ def run(
     )
 
 
-def _official_quoting(out: Collector, path: Path) -> None:
+def _official_quoting(out: Collector, path: Path, max_bytes: int) -> None:
     """ARQMath-3 Task 3: say what the official scripts will read otherwise than written. They
     read the run with ``csv.reader(delimiter='\\t')`` and default quoting (sharedtask.formats.task3csv):
     an answer that begins with an unmatched ``"`` swallows the lines after it; a field that
     begins with ``"`` and closes on its line loses its quotes (``""`` becomes ``"``); a NUL
-    byte or a field over csv's size limit stops them."""
+    byte or a field over csv's size limit stops them.
+
+    Two streaming passes, each reading at most the task's ``max_run_bytes`` (a hostile run must
+    not cost memory here either, issue 26): the swallowed lines first, then the misread fields."""
     from sharedtask.formats import task3csv
 
+    stop: task3csv.CsvStop | None = None
     try:
-        found, misread, stop = task3csv.quoting(path)
+        for taken in task3csv.iter_quoting(path, max_bytes):
+            if not isinstance(taken, task3csv.Swallowed):
+                continue
+            for n, topic in taken.lines:
+                out.report("RUN-ANSWER-QUOTE",
+                           f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is "
+                           f"read as part of that answer, which begins with \" and has no closing quote on its line "
+                           "(the official scripts read the run with Python's csv quoting)", taken.line)
+    except task3csv.CsvStop as exc:
+        stop = exc
     except (UnicodeDecodeError, OSError, EOFError):
         return  # the structure checks have reported what makes the file unreadable
-    for taken in found:
-        for n, topic in taken.lines:
+    try:
+        for m in task3csv.iter_quoting(path, max_bytes):
+            if not isinstance(m, task3csv.Misread):
+                continue
+            field = m.written[m.column - 1]
+            how = (f"as {m.read[m.column - 1]!r}" if len(m.read) == len(m.written) else
+                   f"as {len(m.read)} field(s) instead of {len(m.written)}, from there {m.read[m.column - 1:]!r}")
             out.report("RUN-ANSWER-QUOTE",
-                       f"topic {topic or '(blank line)'} will be swallowed by {taken.topic}'s answer: line {n} is read "
-                       f"as part of that answer, which begins with \" and has no closing quote on its line "
-                       "(the official scripts read the run with Python's csv quoting)", taken.line)
-    for m in misread:
-        field = m.written[m.column - 1]
-        how = (f"as {m.read[m.column - 1]!r}" if len(m.read) == len(m.written) else
-               f"as {len(m.read)} field(s) instead of {len(m.written)}, from there {m.read[m.column - 1:]!r}")
-        out.report("RUN-ANSWER-QUOTE",
-                   lambda m=m, field=field, how=how: (
-                       f"topic {m.topic}: column {m.column} is written {field!r} and the official scripts read it "
-                       f"{how}: for Python's csv a field that begins with \" is quoted (the quotes are dropped, "
-                       "\"\" inside is one \", text after the closing quote is kept)"),
-                   m.line, 1 + sum(len(f) + 1 for f in m.written[:m.column - 1]),
-                   hint="to keep the text as written, write the field as csv quotes it: enclosed in \" with every "
-                        "\" inside doubled (\"\"\"a\"\" b\" is read as \"a\" b)")
+                       lambda m=m, field=field, how=how: (
+                           f"topic {m.topic}: column {m.column} is written {field!r} and the official scripts read it "
+                           f"{how}: for Python's csv a field that begins with \" is quoted (the quotes are dropped, "
+                           "\"\" inside is one \", text after the closing quote is kept)"),
+                       m.line, 1 + sum(len(f) + 1 for f in m.written[:m.column - 1]),
+                       hint="to keep the text as written, write the field as csv quotes it: enclosed in \" with every "
+                            "\" inside doubled (\"\"\"a\"\" b\" is read as \"a\" b)")
+    except task3csv.CsvStop:
+        pass  # the same stop as in the first pass
+    except (UnicodeDecodeError, OSError, EOFError):
+        return
     if stop is not None:
         out.report("RUN-ANSWER-QUOTE", f"the official scripts stop reading the run here: Python's csv raises "
                                        f"'{stop.reason}'", stop.line)
@@ -182,6 +205,11 @@ class _Pass:
         self.seen_order: list[str] = []
         self.cur: TopicState | None = None
         self.line_no = 1  # the next line to read
+        self.budget = Budget.for_task(task, topics)
+        # Bytes read when the current chunk (or batch) began, and when the oldest kept topic
+        # began: their difference to the bytes read bounds the text kept (0 in keep_all mode).
+        self.chunk_origin = 0
+        self.topic_origin = 0
         self.columnar: FastPath | None = None
         if not keep_all and on_topic is None and answer_ids is None and formula_ids is None and wanted(path, layout):
             self.columnar = FastPath(self, block_bytes(path, structure.CHUNK))
@@ -199,11 +227,28 @@ class _Pass:
 
     def lines(self) -> None:
         """Every line of the run, through the columnar fast path where blocks qualify."""
-        if self.columnar is None:
-            self.line_loop(self.scanner.chunks())
+        try:
+            if self.columnar is None:
+                self.line_loop(self.scanner.chunks())
+                return
+            self.columnar.feed(self.scanner.raw_chunks())
+        except _OverBudget as exc:
+            last = self.line_no - 1
+            self.scanner.state.aborted = True
+            self.scanner.state.lines = last
+            self.out.report("RUN-MEMORY-BOUND", f"validation stopped after line {last:,}: {exc}; the rest of the run "
+                            "was not read", last)
             return
-        self.columnar.feed(self.scanner.raw_chunks())
         self.scanner.end(self.line_no)
+
+    def check_budget(self) -> None:
+        """After a chunk or batch: raise _OverBudget when the pass keeps more than the task allows."""
+        rows = self.line_no - 1 if self.keep_all else (len(self.cur) if self.cur is not None else 0)
+        why = self.budget.over(rows=rows, kept_bytes=self.scanner.consumed - self.topic_origin,
+                               topics=len(self.seen_order), tags=len(self.ctx.tags))
+        self.chunk_origin = self.scanner.consumed
+        if why is not None:
+            raise _OverBudget(why)
 
     def line_loop(self, chunks: Iterable[tuple[int, list[str | None]]]) -> None:
         """The hot loop: rows of the current topic are appended without a call per line."""
@@ -225,6 +270,7 @@ class _Pass:
                     cur_topic = st.topic
                     add_row = st.flat.extend
             self.line_no = first_line + len(lines)
+            self.check_budget()
 
     def scan(self, chunks: list[bytes], first_line: int) -> Iterator[tuple[int, list[str | None]]]:
         """Chunks read by the fast path, given to the line engine as the scanner would."""
@@ -290,6 +336,7 @@ class _Pass:
             self.finished.add(self.cur.topic)
         st = self.new_topic(topic, lineno, column)
         self.cur = st
+        self.topic_origin = self.chunk_origin
         return st
 
     def new_topic(self, topic: str, lineno: int, column: int) -> TopicState:

@@ -67,6 +67,8 @@ class LinePass(Protocol):
 
     def scan(self, chunks: list[bytes], first_line: int) -> Iterator[tuple[int, list[str | None]]]: ...
 
+    def check_budget(self) -> None: ...
+
 
 def _size(path: Path) -> int | None:
     """The run's size as read (a .gz counts four times its bytes), None if unknown."""
@@ -170,6 +172,7 @@ class FastPath:
             self.pending = None
         p.line_no = first + blk.n
         self._tally(0, 0)
+        p.check_budget()
 
     def _tally(self, booked: int, handed: int) -> None:
         """Count bytes; after WARM_UP_BLOCKS, give up when the line engine took over twice as much."""

@@ -221,6 +221,10 @@ def fix_run(run_path: Path, task: Any, out_path: Path) -> FixReport:
     for code in _DROPPED_CODES:
         n = sum(1 for f in before.findings if f.code == code) + before.omitted.get(code, 0)
         writer.bump("unreadable lines dropped", n)
+    for f in before.findings:
+        if f.code == "RUN-MEMORY-BOUND" and f.line:  # the fix saw only the lines the validator read
+            writer.bump("reading stopped at this line (RUN-MEMORY-BOUND): the fixed run holds nothing after it",
+                        f.line)
     # The layout variant (ARQMath Task 1: 5 or 6 columns) is the participant's choice and kept.
     after = engine.run(out_path, task, topics=None, file_name="run.txt")
     return FixReport(source, out_path, writer.written, writer.changes, before, after)

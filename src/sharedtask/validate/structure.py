@@ -96,6 +96,9 @@ class Scanner:
         self.check_separators = check_separators  # TREC: tabs and spaces are both legal, mixing is a warning
         self.answers = answers  # Task 3: the last column is free text
         self.state = ScanState()
+        #: Bytes of whole lines handed out so far (after decompression): the validator's memory
+        #: bound (budget.py) measures the text it keeps with it.
+        self.consumed = 0
         #: The decoded chunk when it passed every byte-level check (else None): the engine
         #: may then split it as a whole instead of line by line.
         self.clean_text: str | None = None
@@ -186,9 +189,11 @@ class Scanner:
                         return
                     continue
                 rest = buf[cut + 1 :]
+                self.consumed += cut + 1
                 yield buf[: cut + 1]
         if rest:
             self.state.final_newline = False
+            self.consumed += len(rest)
             yield rest + b"\n"
 
     def _stop(self, report: Callable[[int], None]) -> None:
