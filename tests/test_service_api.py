@@ -28,6 +28,8 @@ from sharedtask.service.models import Image, Submission
 from sharedtask.service.tokens import create_team, organizer_token
 from sharedtask.service.uploads import UploadError, clean_archive
 
+HEAD = "0002"  # the newest migration (src/sharedtask/service/migrations/versions)
+
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request, tmp_path: Path) -> str:
@@ -309,7 +311,7 @@ def test_migrations_make_the_schema_and_are_idempotent(database):
     assert {"teams", "tokens", "images", "submissions", "task_settings", "alembic_version"} <= set(
         inspect(engine).get_table_names())
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == "0001"
+        assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == HEAD
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -319,7 +321,8 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("args, message", [
     (["serve", "--db", "mysql+nodriver://x/y"], "cannot open the database"),
-    (["serve", "--broker", "redis://127.0.0.1:6379"], "compute workers are not available"),
+    (["serve", "--broker", "redis://127.0.0.1:9/0"], "does not answer"),
+    (["serve", "--images-dir", "x"], "need --broker"),
     (["serve", "--task", "no-such-task"], "no-such-task"),
     (["serve", "--new-team", "a b"], "invalid team name"),
     (["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, "--image", "x", "--registry"],

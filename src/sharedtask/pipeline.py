@@ -135,7 +135,6 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
     """The jobs of one task: each software that serves it on the named dataset, named by content
     (image id, sha256 of every input file), with its run folder ``OUT/<task>/<software>``."""
     from sharedtask.dockerclient import docker_client
-    from sharedtask.executor.datasets import dataset_id, file_digests
     from sharedtask.executor.images import image_id
     from sharedtask.sandbox.api import dataset_id_of
 
@@ -152,10 +151,7 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
         try:
             ident = image_id(client, sw.image)
             if ref is None:
-                if not dataset.input_dir.is_dir():
-                    raise SharedTaskError(f"input dataset directory {dataset.input_dir} does not exist")
-                ref = DatasetRef(dataset_id(task.id, dataset.name, dataset.input_dir, task.sample_dir / "input"),
-                                 file_digests(dataset.input_dir))
+                ref = dataset_ref(task, dataset)
         except SharedTaskError as exc:
             planned.append(Planned(task, sw, dataset, run_dir, None, f"sandbox: {exc}"))
             continue
@@ -164,6 +160,16 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
                   options={"dataset_id": dataset_id_of(dataset.input_dir), **(options or {})})
         planned.append(Planned(task, sw, dataset, run_dir, job))
     return planned
+
+
+def dataset_ref(task: Task, dataset: Dataset) -> DatasetRef:
+    """A dataset by content, as a job names it: its id and the sha256 of every input file."""
+    from sharedtask.executor.datasets import dataset_id, file_digests
+
+    if not dataset.input_dir.is_dir():
+        raise SharedTaskError(f"input dataset directory {dataset.input_dir} does not exist")
+    return DatasetRef(dataset_id(task.id, dataset.name, dataset.input_dir, task.sample_dir / "input"),
+                      file_digests(dataset.input_dir))
 
 
 def entry_for(run: Planned, result: JobResult | None, say: Say,

@@ -214,15 +214,8 @@ def _image_source(args: argparse.Namespace):
     from sharedtask.executor import images
     from sharedtask.images import docker_client
 
-    client = docker_client()
-    if args.registry:
-        return lambda image: "registry:" + images.push(client, image, args.registry)
-    if args.images_dir:
-        def archive(image: str) -> str:
-            path = images.save_archive(client, image, args.images_dir.resolve())
-            return "archive:" + (f"{args.images_url.rstrip('/')}/{path.name}" if args.images_url else str(path))
-        return archive
-    return None
+    return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
+                             images_url=args.images_url)
 
 
 def _task_table(outcome) -> Table:

@@ -36,7 +36,7 @@ def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[
         "valid": sub.valid, "scores": sub.scores, "notes": sub.notes or [], "hidden": sub.hidden_reason,
         "created": aware(sub.created) if sub.created else None,
         "finished": aware(sub.finished) if sub.finished else None,
-        "validation": (record or {}).get("validation"), "record": record,
+        "validation": (record or {}).get("validation"), "record": record, "worker": sub.worker,
     }
 
 
@@ -206,6 +206,7 @@ def rerun(service: ServiceState, session: Session, sub: Submission) -> dict[str,
     if sub.status in pages.PENDING:
         raise HTTPException(409, f"submission {sub.id} is {sub.status} already")
     sub.status, sub.scores, sub.per_topic, sub.valid, sub.run_status = "queued", None, None, None, None
+    sub.job, sub.worker = None, None  # a new job for the workers, not the one they answered already
     sub.notes = [*(sub.notes or []), f"re-run by the organizer at {utcnow().replace(microsecond=0).isoformat()}"]
     session.commit()
     service.executor.enqueue(sub.id)

@@ -89,6 +89,11 @@ class Submission(Base):
     per_topic: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     notes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     hidden_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: the compute worker that runs (ran) it: ``serve --broker``'s worker name, "server" for the local pool
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: ``serve --broker``: the job sent to the workers (its JSON), kept so that a restarted server
+    #: waits for the same job instead of sending another; cleared by a re-run
+    job: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class TaskSettings(Base):
