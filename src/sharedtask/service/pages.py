@@ -139,9 +139,11 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
                    f"<td><code>{e(sub.task_id)}</code></td><td>{e(sub.tag)}</td>"
                    f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
-                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>{actions}</tr>")
+                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
+                   f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')
     head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
-            "<th>primary score</th><th>submitted</th>" + ("<th>actions</th>" if organizer else "") + "</tr>")
+            "<th>primary score</th><th>submitted</th><th>worker</th>" + ("<th>actions</th>" if organizer else "")
+            + "</tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(out)}</tbody></table>"
 
 
