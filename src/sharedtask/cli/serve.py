@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind,
-                           task_ids=list(args.tasks or ()))
+                           task_ids=list(args.tasks or ()), manifest=args.manifest)
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 

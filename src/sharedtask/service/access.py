@@ -33,6 +33,8 @@ class ServiceConfig:
     #: teams see status, validity and scores, but no logs and no finding details (hidden test data)
     blind: bool = False
     task_ids: list[str] = field(default_factory=list)
+    #: tira.yml that declares the datasets (phases name theirs); None: the project's
+    manifest: Path | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from typing import Any, Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.executor.job import DatasetRef, Job
+from sharedtask.service import phases
 from sharedtask.service.executor import (BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker,
                                          store_entry, store_validation)
 from sharedtask.service.models import Submission
@@ -54,6 +55,7 @@ class _InFlight:
     job: Job
     handle: Any
     notes: list[str]
+    dataset: str
     worker: str | None = None
 
 
@@ -112,8 +114,9 @@ class BrokerExecutor:
             sub = session.get(Submission, submission_id)
             assert sub is not None
             notes, stored = list(sub.notes or []), sub.job
+            dataset_name = phases.dataset_name(session, sub, self.settings.dataset)
         try:
-            job = Job.from_json(stored) if stored else self._new_job(sub, attempt)
+            job = Job.from_json(stored) if stored else self._new_job(sub, attempt, dataset_name)
             if not stored:
                 self._remember(submission_id, attempt, job)
         except Exception as exc:  # noqa: BLE001 - a missing image or dataset fails this submission only
@@ -136,26 +139,27 @@ class BrokerExecutor:
         else:
             return
         with self._lock:
-            self._flying[submission_id] = _InFlight(submission_id, attempt, job, handle, notes)
+            self._flying[submission_id] = _InFlight(submission_id, attempt, job, handle, notes, dataset_name)
 
-    def _dataset(self, task_id: str) -> tuple[Any, DatasetRef, str]:
-        """The task's dataset, its reference by content and its sandbox id (computed once per task)."""
-        if task_id not in self._datasets:
+    def _dataset(self, task_id: str, name: str) -> tuple[Any, DatasetRef, str]:
+        """The task's dataset ``name``, its reference by content and its sandbox id (computed once)."""
+        key = f"{task_id}\0{name}"
+        if key not in self._datasets:
             from sharedtask.manifest import load_manifest
             from sharedtask.pipeline import dataset_ref
             from sharedtask.sandbox.api import dataset_id_of
             from sharedtask.spec import load_task
 
             task = load_task(task_id)
-            dataset = load_manifest(self.settings.manifest).dataset(task, self.settings.dataset)
-            self._datasets[task_id] = (dataset, dataset_ref(task, dataset), dataset_id_of(dataset.input_dir))
-        return self._datasets[task_id]
+            dataset = load_manifest(self.settings.manifest).dataset(task, name)
+            self._datasets[key] = (dataset, dataset_ref(task, dataset), dataset_id_of(dataset.input_dir))
+        return self._datasets[key]
 
-    def _new_job(self, sub: Submission, attempt: int) -> Job:
+    def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
         from sharedtask.dockerclient import docker_client
         from sharedtask.executor.images import image_id
 
-        _, ref, sandbox_id = self._dataset(sub.task_id)
+        _, ref, sandbox_id = self._dataset(sub.task_id, dataset_name)
         image = sub.image_name
         return Job(task=sub.task_id, software=f"submission-{sub.id}-{attempt}", image=image,
                    image_id=image_id(docker_client(), image), command=sub.command, dataset=ref,
@@ -216,7 +220,7 @@ class BrokerExecutor:
             if result.worker and result.worker != "?":
                 set_worker(self.sessions, sid, attempt, result.worker)
             task = load_task(run.job.task)
-            dataset, _, _ = self._dataset(run.job.task)
+            dataset, _, _ = self._dataset(run.job.task, run.dataset)
             software = Software(name=run.job.software, image=run.job.image, kind="submission",
                                 command=run.job.command, tasks=(task.id,))
             run_dir = Path(run.handle.run_dir)

@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.service import phases
 from sharedtask.service.models import Submission, utcnow
 
 log = logging.getLogger("sharedtask.service")
@@ -114,10 +115,11 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
         assert sub is not None
         task_id, tag, docker_image, command = sub.task_id, sub.tag, sub.image_name, sub.command
         notes = list(sub.notes or [])
+        dataset_name = phases.dataset_name(session, sub, settings.dataset)
     out_dir = settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}"
     try:
         task = load_task(task_id)
-        dataset = load_manifest(settings.manifest).dataset(task, settings.dataset)
+        dataset = load_manifest(settings.manifest).dataset(task, dataset_name)
         software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
         run_dir = out_dir / task_id / tag
         entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages, visibility
+from sharedtask.service import actions, pages, phases, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
 from sharedtask.service.models import Submission, Team, utcnow
@@ -41,7 +41,7 @@ def listing(session: Session, who: Team) -> list[tuple[Submission, str]]:
     query = select(Submission).order_by(Submission.id.desc())
     if not who.organizer:
         query = query.where(Submission.team_id == who.id)
-    return [(s, names[s.team_id]) for s in session.scalars(query)]
+    return [(s, names[s.team_id]) for s in phases.for_team(session, session.scalars(query), who, utcnow())]
 
 
 def tasks(service: Any) -> list[Any]:
@@ -95,7 +95,7 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
-    sub = visible(session, who, submission_id)
+    (sub,) = phases.for_team(session, [visible(session, who, submission_id)], who, utcnow())
     seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if actions.blind_for(service, who)
                else visibility.TEAM)
     entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)

@@ -62,6 +62,8 @@ BLIND_FIELDS: dict[str, str] = {
              "\"the server stopped during this run; …\"",
     "worker": "the name of the compute worker the run is on (`sharedtask worker --name`, the organizer's "
               "choice), `server` for the server's own pool; nothing the run wrote",
+    "phase": "the name of the phase it was submitted to (the organizer's), or null",
+    "selected": "whether the team marked it as one of its final runs (the team's own choice)",
 }
 
 #: The sandbox's statuses (sharedtask.sandbox.runner) and the pipeline's "error".
@@ -101,6 +103,8 @@ def blind_view(sub: Submission, team: str) -> dict[str, Any]:
         "hidden": sub.hidden_reason,
         "notes": service_notes(sub.notes),
         "worker": sub.worker,
+        "phase": sub.phase_name,
+        "selected": bool(sub.selected),
     }
     assert view.keys() == BLIND_FIELDS.keys()
     return view

@@ -1,0 +1,254 @@
+"""Phases of a task: set by the organizer, chosen at submission, limits exact under a race,
+scores kept from teams while a phase says so, and an old database upgraded in place.
+
+Every test runs on SQLite and on a real PostgreSQL (started by the tests on loopback). The
+server runs in a thread with a recording executor (nothing is run: what is checked here is
+admission and visibility); the races call the service's own admission
+(:func:`sharedtask.service.actions.admit`, what the upload route calls) from threads released
+together at a barrier, against the real database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import HTTPException
+from sqlalchemy import select, text
+
+from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from sharedtask.service import actions
+from sharedtask.service.access import ServiceState
+from sharedtask.service.app import ServiceConfig, create_app
+from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+from sharedtask.service.models import Image, Submission, Team, utcnow
+from sharedtask.service.tokens import create_team, organizer_token
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "service.db")
+    return request.getfixturevalue("postgres_server")()
+
+
+@pytest.fixture
+def manifest(tmp_path: Path) -> Path:
+    """A tira.yml that declares a second dataset of the task, as an organizer's hidden test data."""
+    path = tmp_path / "tira.yml"
+    path.write_text(f"version: 1\ntasks:\n  {TASK}:\n    datasets:\n"
+                    f"      hidden: {{input: {SAMPLE / 'input'}, truth: {SAMPLE / 'truth'}}}\n")
+    return path
+
+
+@pytest.fixture
+def service(tmp_path: Path, database: str, manifest: Path):
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        org = organizer_token(session)
+        _, token_a = create_team(session, "team-a")
+        _, token_b = create_team(session, "team-b")
+    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK], manifest=manifest)
+    app = create_app(factory, RecordingExecutor(), config)
+    with ThreadServer(app) as server:
+        yield server.url, factory, app.state.service, {"org": org, "a": token_a, "b": token_b}
+
+
+def iso(delta: dt.timedelta) -> str:
+    return (dt.datetime.now(dt.timezone.utc) + delta).isoformat()
+
+
+DAY = dt.timedelta(days=1)
+
+
+def put_phase(url: str, token: str, name: str, **values: Any) -> tuple[int, Any]:
+    return call(f"{url}/api/tasks/{TASK}/phases/{name}", "PUT", token, {"dataset": "sample", **values})
+
+
+def preflight(url: str, token: str, phase: str | None = None) -> tuple[int, Any]:
+    query = f"?phase={phase}" if phase else ""
+    return call(f"{url}/api/tasks/{TASK}/submissions/preflight{query}", token=token)
+
+
+def team(factory, name: str) -> Team:
+    with factory() as session:
+        found = session.scalar(select(Team).where(Team.name == name))
+        assert found is not None
+        return found
+
+
+def an_image(factory) -> int:
+    with factory.begin() as session:
+        image = Image(archive_sha256="a" * 64, docker_id="sha256:" + "b" * 64, size=1)
+        session.add(image)
+        session.flush()
+        return image.id
+
+
+def admit(state: ServiceState, who: Team, image_id: int, phase: str | None = None) -> int:
+    """The service's admission (the upload route's last step): 201 or the refusal's status."""
+    try:
+        actions.admit(state, who, TASK, image_id, "sha256:" + "b" * 64, None, None, phase)
+        return 201
+    except HTTPException as exc:
+        return exc.status_code
+
+
+def race(n: int, action: Any) -> list[Any]:
+    barrier = threading.Barrier(n)
+
+    def go(_: int) -> Any:
+        barrier.wait()
+        return action()
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(go, range(n)))
+
+
+# ----------------------------------------------------------------------------- the organizer's calendar
+
+
+def test_the_organizer_sets_phases_and_everyone_reads_the_calendar_in_order(service):
+    url, _, _, tokens = service
+    assert put_phase(url, tokens["org"], "test", dataset="hidden", opens=iso(DAY), closes=iso(3 * DAY),
+                     scores_visible=False, total_limit=5, max_selected=2)[0] == 200
+    status, dev = put_phase(url, tokens["org"], "dev", opens=iso(-DAY), closes=iso(DAY), daily_limit=3,
+                            leaderboard_public=True)
+    assert status == 200 and dev["state"] == "open" and dev["daily_limit"] == 3
+    status, calendar = call(f"{url}/api/tasks/{TASK}/phases")  # anyone, no token
+    assert status == 200 and [p["name"] for p in calendar] == ["dev", "test"]
+    assert [p["state"] for p in calendar] == ["open", "upcoming"]
+    assert calendar[1]["dataset"] == "hidden" and calendar[1]["scores_visible"] is False
+    assert calendar[1]["max_selected"] == 2 and calendar[1]["total_limit"] == 5
+    # changing a phase keeps one row
+    assert put_phase(url, tokens["org"], "dev", opens=iso(-DAY), closes=iso(2 * DAY))[0] == 200
+    assert len(call(f"{url}/api/tasks/{TASK}/phases")[1]) == 2
+
+
+@pytest.mark.parametrize("name, values, status, words", [
+    ("dev", {"opens": iso(DAY), "closes": iso(-DAY)}, 422, "before it opens"),
+    ("dev", {"dataset": "no-such-data"}, 422, "no dataset 'no-such-data'"),
+    ("a%20b", {}, 422, "invalid phase name"),
+    ("dev", {"daily_limit": 0}, 422, "greater than or equal to 1"),
+])
+def test_a_bad_phase_is_refused_saying_why(service, name, values, status, words):
+    url, _, _, tokens = service
+    got, body = put_phase(url, tokens["org"], name, **values)
+    assert got == status and words in str(body), body
+
+
+def test_a_team_cannot_change_phases(service):
+    url, _, _, tokens = service
+    assert put_phase(url, tokens["a"], "dev")[0] == 403
+    assert call(f"{url}/api/tasks/{TASK}/phases")[1] == []
+
+
+# ----------------------------------------------------------------------------- which phase a submission goes to
+
+
+def test_a_submission_goes_to_the_open_phase_or_is_refused_saying_which_opens_next(service):
+    url, _, _, tokens = service
+    assert preflight(url, tokens["a"])[1]["phase"] is None  # no phases: as before
+    put_phase(url, tokens["org"], "test", opens=iso(DAY), closes=iso(2 * DAY))
+    status, body = preflight(url, tokens["a"])
+    assert status == 403 and "no phase" in body["detail"] and "test opens at" in body["detail"]
+    put_phase(url, tokens["org"], "dev", opens=iso(-2 * DAY), closes=iso(-DAY))
+    status, body = preflight(url, tokens["a"], "dev")
+    assert status == 403 and "closed for submissions" in body["detail"]
+    put_phase(url, tokens["org"], "dev", opens=iso(-DAY), closes=iso(DAY))
+    status, body = preflight(url, tokens["a"])
+    assert status == 200 and body["phase"]["name"] == "dev"
+    put_phase(url, tokens["org"], "extra", opens=iso(-DAY))
+    status, body = preflight(url, tokens["a"])
+    assert status == 422 and "name one" in body["detail"]
+    assert preflight(url, tokens["a"], "extra")[0] == 200
+    assert preflight(url, tokens["a"], "nope")[0] == 404
+
+
+@pytest.mark.parametrize("limit", ["total_limit", "daily_limit"])
+def test_a_phase_limit_raced_by_twelve_parallel_submissions_admits_exactly_the_limit(service, limit):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "dev", opens=iso(-DAY), **{limit: 3})
+    who, image_id = team(factory, "team-a"), an_image(factory)
+    statuses = race(12, lambda: admit(state, who, image_id))
+    assert sorted(statuses) == [201] * 3 + [429] * 9
+    with factory() as session:
+        stored = list(session.scalars(select(Submission).where(Submission.team_id == who.id)))
+    assert len(stored) == 3 and {s.phase_name for s in stored} == {"dev"}
+    assert admit(state, team(factory, "team-b"), image_id) == 201  # another team's quota is its own
+    status, body = preflight(url, tokens["a"])
+    assert status == 429 and ("total limit" if limit == "total_limit" else "resets at") in body["detail"]
+
+
+def test_limits_count_per_phase(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "dev", opens=iso(-DAY), total_limit=1)
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), total_limit=1)
+    who, image_id = team(factory, "team-a"), an_image(factory)
+    assert [admit(state, who, image_id, p) for p in ("dev", "dev", "test", "test")] == [201, 429, 201, 429]
+
+
+# ----------------------------------------------------------------------------- scores kept until the phase ends
+
+
+def test_a_blind_phase_keeps_scores_from_teams_until_it_closes(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", dataset="hidden", opens=iso(-DAY), closes=iso(DAY), scores_visible=False)
+    who, image_id = team(factory, "team-a"), an_image(factory)
+    assert admit(state, who, image_id) == 201
+    with factory.begin() as session:
+        sub = session.scalar(select(Submission).where(Submission.team_id == who.id))
+        sub.status, sub.scores, sub.per_topic = "done", {"ndcg5_official": 0.5}, {"1": {"ndcg5_official": 0.5}}
+        sid = sub.id
+    mine = call(f"{url}/api/submissions/{sid}", token=tokens["a"])[1]
+    assert mine["phase"] == "test" and mine["scores"] is None and mine["status"] == "done"
+    assert call(f"{url}/api/submissions", token=tokens["a"])[1][0]["scores"] is None
+    status, page = call(f"{url}/submissions/{sid}", token=tokens["a"])
+    assert status == 200 and "0.5" not in page
+    assert call(f"{url}/api/submissions/{sid}", token=tokens["org"])[1]["scores"] == {"ndcg5_official": 0.5}
+    with factory() as session:  # the stored row kept its scores: only the team's view is masked
+        assert session.get(Submission, sid).scores == {"ndcg5_official": 0.5}
+    put_phase(url, tokens["org"], "test", dataset="hidden", opens=iso(-2 * DAY), closes=iso(-DAY),
+              scores_visible=False)
+    assert call(f"{url}/api/submissions/{sid}", token=tokens["a"])[1]["scores"] == {"ndcg5_official": 0.5}
+
+
+# ----------------------------------------------------------------------------- an old database
+
+
+def test_a_database_of_the_first_schema_is_upgraded_in_place_keeping_its_submissions(database):
+    """A service database made before phases (Alembic revision 0001) with a scored submission."""
+    from alembic import command
+    from alembic.config import Config
+    from importlib.resources import files
+
+    engine = make_engine(database)
+    config = Config()
+    config.set_main_option("script_location", str(files("sharedtask.service").joinpath("migrations")))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    now = utcnow()
+    with engine.begin() as conn:
+        conn.execute(text("insert into teams (id, name, organizer, created) values (1, 'old-team', false, :t)"),
+                     {"t": now})
+        conn.execute(text("insert into images (id, docker_id, size, created) values (1, 'sha256:x', 1, :t)"),
+                     {"t": now})
+        conn.execute(text("insert into submissions (id, team_id, task_id, image_id, image_name, tag, status, "
+                          "attempts, created, scores) values (1, 1, :task, 1, 'sha256:x', 'old', 'done', 1, :t, "
+                          "'{\"ndcg5_official\": 0.25}')"), {"task": TASK, "t": now})
+    migrate(engine)
+    factory = sessions(engine)
+    with factory() as session:
+        sub = session.get(Submission, 1)
+        assert (sub.tag, sub.scores, sub.phase_id, sub.selected, sub.worker) == (
+            "old", {"ndcg5_official": 0.25}, None, False, None)
