@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from fastapi import HTTPException
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
 from sharedtask.service import actions
@@ -252,3 +252,114 @@ def test_a_database_of_the_first_schema_is_upgraded_in_place_keeping_its_submiss
         sub = session.get(Submission, 1)
         assert (sub.tag, sub.scores, sub.phase_id, sub.selected, sub.worker) == (
             "old", {"ndcg5_official": 0.25}, None, False, None)
+
+
+# ----------------------------------------------------------------------------- selected runs and the phase's board
+
+
+def scored_runs(factory, state: ServiceState, who: Team, image_id: int, outcomes: list[float | None]) -> list[int]:
+    """Admitted submissions, then finished as the executor would: a score, or failed (None)."""
+    ids = []
+    for value in outcomes:
+        assert admit(state, who, image_id) == 201
+        with factory.begin() as session:
+            sub = session.scalars(select(Submission).where(Submission.team_id == who.id)
+                                  .order_by(Submission.id.desc())).first()
+            if value is None:
+                sub.status, sub.run_status, sub.valid = "failed", "failed", None
+            else:
+                sub.status, sub.run_status, sub.valid, sub.scores = "done", "success", True, {"ndcg5_official": value}
+            ids.append(sub.id)
+    return ids
+
+
+def mark(url: str, token: str, sid: int, value: bool = True) -> tuple[int, Any]:
+    return call(f"{url}/api/submissions/{sid}/{'select' if value else 'unselect'}", "POST", token)
+
+
+def board(url: str, token: str | None = None, fmt: str = "json") -> tuple[int, Any]:
+    return call(f"{url}/api/tasks/{TASK}/phases/test/leaderboard?format={fmt}", token=token)
+
+
+def test_a_team_selects_at_most_the_phases_number_of_runs_and_the_board_shows_those(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), closes=iso(DAY), max_selected=2)
+    image_id = an_image(factory)
+    a1, a2, a3, a4, a_failed = scored_runs(factory, state, team(factory, "team-a"), image_id,
+                                           [0.9, 0.2, 0.4, 0.6, None])
+    b1, b2, b_failed = scored_runs(factory, state, team(factory, "team-b"), image_id, [0.3, 0.5, None])
+    assert mark(url, tokens["a"], a2)[0] == 200 and mark(url, tokens["a"], a3)[0] == 200
+    status, body = mark(url, tokens["a"], a4)
+    assert status == 409 and "unselect one first" in body["detail"]
+    assert mark(url, tokens["a"], a_failed)[0] == 409  # a failed run cannot count
+    assert mark(url, tokens["a"], b1)[0] == 404  # another team's run: as if missing
+    assert call(f"{url}/api/submissions/{a2}", token=tokens["a"])[1]["selected"] is True
+
+    assert board(url)[0] == 404  # not public yet
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), closes=iso(DAY), max_selected=2, leaderboard_public=True)
+    status, shown = board(url)
+    assert status == 200 and shown["rule"].startswith("selected runs")
+    # team-a: its two selected runs (0.4, 0.2), not its best (0.9); team-b selected none: its latest valid (0.5);
+    # no failed run. Ranked by hand: 0.5, 0.4, 0.2.
+    assert [(r["rank"], r["run"], r["scores"]["ndcg5_official"]) for r in shown["runs"]] == [
+        (1, "team-b/run2", 0.5), (2, "team-a/run3", 0.4), (3, "team-a/run2", 0.2)]
+    assert all(r["submitted"].endswith("+00:00") for r in shown["runs"])
+    assert [r["selected"] for r in shown["runs"]] == [False, True, True]
+    everything = board(url, tokens["org"])[1]["runs"]
+    assert len(everything) == 8  # the organizer's view: every finished run of the phase
+    status, csv_text = board(url, fmt="csv")
+    assert status == 200 and csv_text.splitlines()[0].startswith("rank,team,run,submitted,selected,status,")
+    assert csv_text.splitlines()[1].startswith("1,team-b,team-b/run2,")
+    # the phase's runs are not on the task's public board: only on their phase's, under its rules
+    call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])
+    assert call(f"{url}/api/tasks/{TASK}/leaderboard")[1]["runs"] == []
+
+    assert mark(url, tokens["a"], a2, False)[0] == 200 and mark(url, tokens["a"], a4)[0] == 200
+    assert [r["run"] for r in board(url)[1]["runs"]] == ["team-a/run4", "team-b/run2", "team-a/run3"]  # 0.6, 0.5, 0.4
+
+
+def test_parallel_selections_stop_at_exactly_the_phases_number(service):
+    from sharedtask.service import selection
+
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), max_selected=2)
+    who = team(factory, "team-a")
+    ids = iter(scored_runs(factory, state, who, an_image(factory), [0.1 * i for i in range(1, 9)]))
+
+    lock = threading.Lock()
+
+    def pick_locked() -> int:
+        with lock:
+            sid = next(ids)
+        try:
+            with state.write_sessions()() as session:
+                selection.set_selected(session, who, sid, True)
+            return 200
+        except HTTPException as exc:
+            return exc.status_code
+
+    assert sorted(race(8, pick_locked)) == [200] * 2 + [409] * 6
+    with factory() as session:
+        assert session.scalar(select(func.count(Submission.id)).where(Submission.selected.is_(True))) == 2
+
+
+def test_without_a_selection_rule_each_teams_best_run_counts_and_nothing_can_be_selected(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), leaderboard_public=True)
+    image_id = an_image(factory)
+    a1, _, _ = scored_runs(factory, state, team(factory, "team-a"), image_id, [0.3, 0.7, None])
+    scored_runs(factory, state, team(factory, "team-b"), image_id, [0.8, 0.1])
+    status, body = mark(url, tokens["a"], a1)
+    assert status == 409 and "nothing to select" in body["detail"]
+    assert [(r["rank"], r["run"]) for r in board(url)[1]["runs"]] == [(1, "team-b/run1"), (2, "team-a/run2")]
+
+
+def test_a_blind_phases_board_is_not_public_until_it_closes(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), closes=iso(DAY), scores_visible=False,
+              leaderboard_public=True)
+    scored_runs(factory, state, team(factory, "team-a"), an_image(factory), [0.3])
+    assert board(url)[0] == 404 and board(url, tokens["a"])[0] == 404 and board(url, tokens["org"])[0] == 200
+    put_phase(url, tokens["org"], "test", opens=iso(-2 * DAY), closes=iso(-DAY), scores_visible=False,
+              leaderboard_public=True)
+    assert [r["run"] for r in board(url)[1]["runs"]] == ["team-a/run1"]

@@ -243,17 +243,23 @@ def set_published(service: ServiceState, session: Session, task_id: str, value: 
     return task_json(service, task_id, s)
 
 
-def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
-    """Report rows of a task's finished submissions; hidden runs, logs and server paths only in the
-    organizer's view; under ``--blind`` everyone else sees the allow-list only."""
+def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool,
+                  runs: list[Submission] | None = None) -> list[Any]:
+    """Report rows of a task's finished submissions (or of ``runs``, a phase's board:
+    :func:`sharedtask.service.selection.board_runs`); hidden runs, logs and server paths only in
+    the organizer's view; under ``--blind`` everyone else sees the allow-list only. Runs of a
+    phase are on the task's board for the organizer only: the public sees them on their
+    phase's board, under the phase's rules."""
     from pathlib import Path
 
     from sharedtask.service import visibility
 
     names = team_names(session)
-    subs = session.scalars(select(Submission).where(Submission.task_id == task_id,
-                                                     Submission.status.in_(("done", "failed")))
-                           .order_by(Submission.id))
+    subs = runs if runs is not None else [
+        s for s in session.scalars(select(Submission).where(Submission.task_id == task_id,
+                                                             Submission.status.in_(("done", "failed")))
+                                   .order_by(Submission.id))
+        if organizer_view or s.phase_id is None]
     seen_by = (visibility.ORGANIZER if organizer_view else visibility.BLIND if service.config.blind
                else visibility.PUBLIC)
     data_dir = Path(service.config.data_dir)
