@@ -363,3 +363,50 @@ def test_a_blind_phases_board_is_not_public_until_it_closes(service):
     put_phase(url, tokens["org"], "test", opens=iso(-2 * DAY), closes=iso(-DAY), scores_visible=False,
               leaderboard_public=True)
     assert [r["run"] for r in board(url)[1]["runs"]] == ["team-a/run1"]
+
+
+# ----------------------------------------------------------------------------- the pages
+
+
+def test_the_pages_task_calendar_phase_form_selection_board_and_failure_reason(service):
+    import re
+    import urllib.parse
+
+    url, factory, state, tokens = service
+    # the organizer makes a phase with the page's form (a form post, as the browser sends it)
+    form = urllib.parse.urlencode({"name": "dev", "dataset": "sample", "opens": "2020-01-01T00:00",
+                                   "closes": "2099-03-01T12:00", "max_selected": "1", "scores_visible": "1",
+                                   "leaderboard_public": "1"}).encode()
+    status, _ = call(f"{url}/organizer/tasks/{TASK}/phases", "POST", tokens["org"], data=form,
+                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200  # followed the redirect to /organizer
+    status, organizer = call(f"{url}/organizer", token=tokens["org"])
+    assert 'data-phase="dev"' in organizer and "save phase" in organizer
+    assert re.search(r'<label for="[^"]+-name">phase</label>', organizer)  # every input has its label
+
+    # the task page: spec, measures with procedure, data names, calendar in the reader's zone
+    status, page = call(f"{url}/tasks/{TASK}?tz=Asia/Tokyo")
+    assert status == 200 and "<title>touche-2021-task1: " in page and '<nav class="site"' in page
+    assert "Measures" in page and "(primary)" in page and "<code>sample</code>" in page
+    assert "2099-03-01 12:00 UTC (2099-03-01 21:00 Asia/Tokyo)" in page  # +9 h, no daylight saving in Japan
+    status, page = call(f"{url}/tasks/{TASK}?tz=Not/AZone")
+    assert status == 200 and "2099-03-01 12:00 UTC<" in page  # unknown zone: UTC only
+
+    # a team's page offers "select" on a finished run of a phase with a selection; the board shows it
+    a1, a_failed = scored_runs(factory, state, team(factory, "team-a"), an_image(factory), [0.4, None])
+    status, mine = call(f"{url}/team", token=tokens["a"])
+    assert f'action="/submissions/{a1}/select"' in mine and f'action="/submissions/{a_failed}/select"' not in mine
+    assert "phase dev" in mine
+    assert call(f"{url}/submissions/{a1}/select", "POST", tokens["a"], data=b"")[0] == 200
+    assert call(f"{url}/api/submissions/{a1}", token=tokens["a"])[1]["selected"] is True
+    status, board_html = call(f"{url}/tasks/{TASK}/phases/dev/leaderboard")
+    assert status == 200 and 'data-run="team-a/run1"' in board_html and "selected" in board_html
+    assert "<title>touche-2021-task1, phase dev: leaderboard · sharedtask</title>" in board_html
+
+    # a failed run says why at the top of its page, which is not titled "Leaderboard"
+    with factory.begin() as session:
+        session.get(Submission, a_failed).notes = ["sandbox: the container exited with code 3"]
+    status, failed = call(f"{url}/submissions/{a_failed}", token=tokens["a"])
+    assert status == 200 and '<p class="failure" role="alert">' in failed
+    assert failed.index("exited with code 3") < failed.index("<main>")
+    assert "<h3>Leaderboard</h3>" not in failed and '<nav class="site"' in failed

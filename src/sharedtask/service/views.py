@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages, phases, visibility
+from sharedtask.service import actions, pages, phases, site, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
 from sharedtask.service.models import Submission, Team, utcnow
@@ -100,6 +100,7 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
                else visibility.TEAM)
     entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
+    text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), pages.failure_banner(entry, sub))
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
     return html(text)
@@ -114,7 +115,7 @@ def leaderboard_page(task_id: str, request: Request, session: Db, service: State
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
     entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
     title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
-    return html(pages.report_page(task, entries, title))
+    return html(pages.with_nav(pages.report_page(task, entries, title)))
 
 
 @router.get("/organizer", response_class=HTMLResponse)
@@ -125,8 +126,9 @@ def organizer_page(request: Request, session: Db, service: State) -> HTMLRespons
     if not who.organizer:
         return html(pages.message_page("organizer only", "Only the organizer may see this page."), 403)
     teams = list(session.scalars(select(Team).order_by(Team.id)))
-    return html(pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
-                                     all_settings(session), teams))
+    text = pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
+                                all_settings(session), teams)
+    return html(text.replace("</main>", site.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
 
 
 async def organizer_form(request: Request, session: Session) -> tuple[Team, dict[str, list[str]]]:
