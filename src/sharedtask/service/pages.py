@@ -155,7 +155,8 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
             actions = (f'<td><form method="post" action="/organizer/submissions/{sub.id}/rerun">'
                        '<button>re-run</button></form>'
                        f'<form method="post" action="/organizer/submissions/{sub.id}/hide">'
-                       '<input name="reason" placeholder="reason" required><button>hide</button></form></td>')
+                       f'<input name="reason" placeholder="reason" aria-label="reason to hide run {sub.id}" required>'
+                       '<button>hide</button></form></td>')
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
                    f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(sub.tag)}</td>"
@@ -210,9 +211,12 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
                          f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/{action}">'
                          f"<button>{action}</button></form></td>"
                          f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/settings">'
-                         f'opens <input type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
-                         f'closes <input type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
-                         f'per day <input type="number" min="1" name="daily_limit" style="width:5em" '
+                         f'<label for="{e(task.id)}-s-opens">opens</label> <input id="{e(task.id)}-s-opens" '
+                         f'type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
+                         f'<label for="{e(task.id)}-s-closes">closes</label> <input id="{e(task.id)}-s-closes" '
+                         f'type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
+                         f'<label for="{e(task.id)}-s-daily">per day</label> <input id="{e(task.id)}-s-daily" '
+                         f'type="number" min="1" name="daily_limit" style="width:5em" '
                          f'value="{e(s.daily_limit) if s and s.daily_limit else ""}"> <button>save (UTC)</button>'
                          "</form></td>"
                          f'<td><a href="/api/tasks/{e(task.id)}/archive">runs + records (.tar.gz)</a></td></tr>')
@@ -221,7 +225,7 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
                   f"<tbody>{''.join(task_rows)}</tbody></table>")
     teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
                   + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
-                  "required><button>create team</button></form>")
+                  'aria-label="name of a new team" required><button>create team</button></form>')
     subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True) if subs else
                                           '<p class="empty">No submissions yet.</p>')
     return _page("organizer overview", f'<section class="task">{tasks_html}{teams_html}{subs_html}</section>',
@@ -229,6 +233,7 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
 
 
 def message_page(title: str, text: str, *, login: bool = False) -> str:
-    form = ('<form method="post" action="/login"><input name="token" type="password" placeholder="token" required>'
+    form = ('<form method="post" action="/login"><input name="token" type="password" placeholder="token" '
+            'aria-label="your token" required>'
             "<button>sign in</button></form>") if login else ""
     return _page(title, f'<section class="task"><p>{e(text)}</p>{form}</section>')
