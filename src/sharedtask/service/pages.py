@@ -79,7 +79,7 @@ def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = Non
 
 
 #: the site's navigation, on every page (the report pages get it by :func:`with_nav`)
-NAV = ('<nav class="site" aria-label="site"><a href="/">tasks</a> · <a href="/team">my submissions</a> · '
+NAV = ('<nav class="site" aria-label="site" style="padding:.5em 2em"><a href="/">tasks</a> · <a href="/team">my submissions</a> · '
        '<a href="/organizer">organizer</a> · <a href="/openapi.json">API (OpenAPI)</a></nav>')
 
 

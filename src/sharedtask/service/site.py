@@ -86,8 +86,9 @@ def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: 
     if settings is not None and (settings.opens or settings.closes):
         window = f"<p>Submissions open {when(settings.opens, tz)}, close {when(settings.closes, tz)}.</p>"
     link = f' <a href="{e(task.url)}">official page</a>' if task.url else ""
+    edition = task.edition if str(task.year) in task.edition else f"{task.lab} {task.year}, {task.edition}"
     body = (f'<section class="task" aria-labelledby="about"><h2 id="about">About</h2><p>{e(task.description)}</p>'
-            f"<p>{e(task.lab)} {e(task.year)}, {e(task.edition)}.{link}</p>{window}</section>"
+            f"<p>{e(edition)}.{link}</p>{window}</section>"
             '<section class="task" aria-labelledby="calendar"><h2 id="calendar">Calendar</h2>'
             f"{zone_form(f'/tasks/{task.id}', tz)}{calendar(task.id, rows, now, tz)}</section>"
             '<section class="task" aria-labelledby="format"><h2 id="format">What a run reads and writes</h2>'
