@@ -410,3 +410,17 @@ def test_the_pages_task_calendar_phase_form_selection_board_and_failure_reason(s
     assert status == 200 and '<p class="failure" role="alert">' in failed
     assert failed.index("exited with code 3") < failed.index("<main>")
     assert "<h3>Leaderboard</h3>" not in failed and '<nav class="site"' in failed
+
+
+def test_a_database_of_a_newer_sharedtask_is_refused_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    engine = make_engine(sqlite_url(tmp_path / "service.db"))
+    migrate(engine)
+    with engine.begin() as conn:
+        conn.execute(text("update alembic_version set version_num = '9999'"))
+    done = subprocess.run([sys.executable, "-m", "sharedtask", "serve", "--data-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "schema this sharedtask does not know" in done.stderr and "upgrade sharedtask" in done.stderr
