@@ -104,6 +104,7 @@ def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_ru
     try:
         assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
                      "--kubernetes", str(manifests), "--registry", registry.address, "--out", str(out)]) == 0
+        digest = docker_client.images.get(tiny_image).attrs["RepoDigests"]  # what the push reported
     finally:
         registry.stop()
         for image in docker_client.images.list():  # the tags the push added (the registry's name)
@@ -118,7 +119,6 @@ def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_ru
     jobs = [d for d in docs if d["kind"] == "Job"]
     assert len(jobs) == 3 and sum(d["kind"] == "NetworkPolicy" for d in docs) == 3
     containers = [d["spec"]["template"]["spec"]["containers"][0] for d in jobs]
-    digest = docker_client.images.get(tiny_image).attrs["RepoDigests"]
     assert all(c["image"].startswith(registry.address + "/") and "@sha256:" in c["image"] for c in containers)
     assert {c["image"].split("@")[1] for c in containers} & {d.split("@")[1] for d in digest}
     assert all(c["securityContext"]["readOnlyRootFilesystem"] is True for c in containers)
