@@ -14,8 +14,6 @@ import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
 from browser_helpers import chromium
 from service_helpers import TASK, call
 from service_helpers import postgres_server  # noqa: F401 - a fixture

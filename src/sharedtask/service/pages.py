@@ -79,8 +79,9 @@ def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = Non
 
 
 #: the site's navigation, on every page (the report pages get it by :func:`with_nav`)
-NAV = ('<nav class="site" aria-label="site" style="padding:.5em 2em"><a href="/">tasks</a> · <a href="/team">my submissions</a> · '
-       '<a href="/organizer">organizer</a> · <a href="/openapi.json">API (OpenAPI)</a></nav>')
+NAV = ('<nav class="site" aria-label="site" style="padding:.5em 2em"><a href="/">tasks</a> · '
+       '<a href="/team">my submissions</a> · <a href="/organizer">organizer</a> · '
+       '<a href="/openapi.json">API (OpenAPI)</a></nav>')
 
 
 def with_nav(page: str, banner: str = "") -> str:

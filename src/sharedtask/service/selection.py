@@ -16,7 +16,6 @@ the organizer's view lists every run of the phase.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from fastapi import HTTPException
 from sqlalchemy import func, select

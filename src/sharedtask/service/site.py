@@ -77,8 +77,8 @@ def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: 
     """The task's page: what it asks, the run format, the measures with their procedure, the data's
     names and the calendar, all from the spec and the organizer's settings."""
     out = task.output
-    inputs = "".join(f"<li><code>{e(f.path)}</code> ({e(f.format)}, {e(f.role)}){' — ' + e(f.description) if f.description else ''}</li>"
-                     for f in task.input.files)
+    inputs = "".join(f"<li><code>{e(f.path)}</code> ({e(f.format)}, {e(f.role)})"
+                     f"{' — ' + e(f.description) if f.description else ''}</li>" for f in task.input.files)
     measures = "".join(f"<tr><th scope=\"row\">{e(m.label)}{' (primary)' if m.primary else ''}</th>"
                        f"<td><code>{e(m.key)}</code></td><td>{e(m.procedure)}</td></tr>" for m in task.measures)
     datasets = sorted({"sample", *(p.dataset for p in rows)})
