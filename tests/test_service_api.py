@@ -20,23 +20,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, inspect, select
 
-from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
+                             postgres_server)
 from sharedtask.service.app import ServiceConfig, create_app
-from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+from sharedtask.service.db import make_engine, migrate, sessions
 from sharedtask.service.executor import RESUMED_NOTE, claim, resume
 from sharedtask.service.models import Image, Submission
 from sharedtask.service.tokens import create_team, organizer_token
 from sharedtask.service.uploads import UploadError, clean_archive
 
 HEAD = "0003"  # the newest migration (src/sharedtask/service/migrations/versions)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path: Path) -> str:
-    """The embedded default and the real deployment's database: every API test runs on both."""
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path / "service.db")
-    return request.getfixturevalue("postgres_server")()
 
 
 @pytest.fixture

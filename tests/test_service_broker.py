@@ -14,7 +14,6 @@ nDCG@5 = 1 by construction (service_helpers.perfect_run), not copied from our ou
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 from pathlib import Path
@@ -22,32 +21,14 @@ from typing import Any
 
 import pytest
 
-from distributed_helpers import RedisServer, Worker, broker, redis_binary, wait_for, workers  # noqa: F401 - fixtures
-from service_helpers import TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server, stop
+from distributed_helpers import (RedisServer, Worker, broker, redis_binary, wait_for,  # noqa: F401 - fixtures
+                                 workers)
+from service_helpers import TASK, Served, call, free_port, images, perfect_run, start_server, stop  # noqa: F401
 from sharedtask.service.executor import BROKER_RESUMED_NOTE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 PRIMARY = "ndcg5_official"
-
-
-@pytest.fixture
-def images(docker_client, tmp_path):
-    made: list[str] = []
-
-    def build(name: str, run_text: str, script: str = "") -> str:
-        tag = f"sharedtask-test/broker-{name}:{os.getpid()}"
-        made.append(build_tiny_image(docker_client, tag, run_text, tmp_path, script=script))
-        return tag
-
-    yield build
-    for tag in made:
-        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
-            container.remove(force=True)  # a killed worker's run
-        try:
-            docker_client.images.remove(docker_client.images.get(tag).id, force=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ import pytest
 from fastapi import HTTPException
 from sqlalchemy import func, select, text
 
-from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
+                             postgres_server)
 from sharedtask.service import actions
 from sharedtask.service.access import ServiceState
 from sharedtask.service.app import ServiceConfig, create_app
@@ -30,13 +31,6 @@ from sharedtask.service.tokens import create_team, organizer_token
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path / "service.db")
-    return request.getfixturevalue("postgres_server")()
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ from pathlib import Path
 
 from browser_helpers import chromium
 from service_helpers import TASK, call
-from service_helpers import postgres_server  # noqa: F401 - a fixture
-from test_service_phases import (DAY, an_image, database, iso, manifest, put_phase, scored_runs, service,  # noqa: F401
-                                 team)
+from service_helpers import database, postgres_server  # noqa: F401 - fixtures
+from test_service_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
 from sharedtask.service.models import Submission
 
 
