@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +123,18 @@ def test_a_server_killed_mid_run_waits_for_the_same_job_and_a_rerun_runs_again(
     slow = images("slow2", perfect_run("slow2"), script="sleep 6")
     sub = submit(service, team, slow)
     wait_for(lambda: submission(service, team, sub["id"])["worker"] == "wsolo", 120)
+    # a team waits on it with `sharedtask status --wait` across the restart
+    waiting = subprocess.Popen([sys.executable, "-m", "sharedtask", "status", "--server", service.url, "--token",
+                                team, str(sub["id"]), "--wait", "--json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     service.process.send_signal(signal.SIGKILL)
     service.process.wait()
 
     port = int(service.url.rsplit(":", 1)[1])
     service.process = start_server(service.data_dir, service.db, port, "--broker", broker.url).process
+    out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0, err
+    assert json.loads(out)["status"] == "done" and json.loads(out)["id"] == sub["id"]
     done = finished(service, team, sub["id"])
     assert done["status"] == "done" and done["scores"][PRIMARY] == pytest.approx(1.0)
     assert BROKER_RESUMED_NOTE in done["notes"] and done["attempts"] == 2

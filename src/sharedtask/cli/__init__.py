@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "serve",
     "submit",
+    "status",
     "worker",
     "new_submission",
     "docker_doctor",

@@ -110,9 +110,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _wait(server: Any, submission_id: int, *, quiet: bool) -> Any:
-    last = None
+    """Poll until the submission ends; a server that stops answering (a restart, a proxy's 502/503)
+    is waited for, and the same submission is asked again (``sharedtask status --wait`` later
+    picks it up too)."""
+    from sharedtask.service.client import ServiceError, Unreachable
+
+    last, away = None, False
     while True:
-        sub = server.request("GET", f"/api/submissions/{submission_id}")
+        try:
+            sub = server.request("GET", f"/api/submissions/{submission_id}")
+        except (Unreachable, ServiceError) as exc:
+            if isinstance(exc, ServiceError) and exc.status not in (502, 503, 504):
+                raise
+            if not away and not quiet:
+                err_console.print(f"#{submission_id}: the server does not answer ({str(exc).splitlines()[0]}); "
+                                  "waiting for it")
+            away = True
+            time.sleep(2)
+            continue
+        away = False
         if sub["status"] != last and not quiet:
             err_console.print(f"#{submission_id}: {sub['status']}")
             last = sub["status"]

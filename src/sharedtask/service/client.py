@@ -31,6 +31,10 @@ class ServiceError(SharedTaskError):
         self.status = status
 
 
+class Unreachable(SharedTaskError):
+    """No answer from the server (stopped, restarting, the network): a waiting client tries again."""
+
+
 @dataclass(frozen=True)
 class Server:
     url: str
@@ -77,15 +81,15 @@ class Server:
         try:
             conn = self._connection(timeout)
         except OSError as exc:
-            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
-                                  hint="is `sharedtask serve` running there?") from None
+            raise Unreachable(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                              hint="is `sharedtask serve` running there?") from None
         try:
             conn.request(method, path, body=data,
                          headers=self._headers({"Content-Type": "application/json"} if data is not None else None))
             return self._answer(conn)
-        except OSError as exc:
-            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
-                                  hint="is `sharedtask serve` running there?") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise Unreachable(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                              hint="is `sharedtask serve` running there?") from None
         finally:
             conn.close()
 
