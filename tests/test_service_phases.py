@@ -418,3 +418,22 @@ def test_a_database_of_a_newer_sharedtask_is_refused_with_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "schema this sharedtask does not know" in done.stderr and "upgrade sharedtask" in done.stderr
+
+
+# ----------------------------------------------------------------------------- team members' tokens
+
+
+def test_each_member_has_a_token_and_the_organizer_revokes_one_alone(service):
+    url, _, _, tokens = service
+    status, alice = call(f"{url}/api/teams/team-a/tokens", "POST", tokens["org"])
+    assert status == 201 and alice["team"] == "team-a" and alice["token"].startswith("st_")
+    assert call(f"{url}/api/submissions", token=alice["token"])[0] == 200  # a member acts as the team
+    assert call(f"{url}/api/teams/team-a/tokens", "POST", tokens["a"])[0] == 403  # a team cannot make tokens
+    status, listed = call(f"{url}/api/teams/team-a/tokens", token=tokens["org"])
+    assert status == 200 and len(listed) == 2 and "token" not in listed[0]
+    status, revoked = call(f"{url}/api/teams/team-a/tokens/{alice['id']}/revoke", "POST", tokens["org"])
+    assert status == 200 and revoked["revoked"] is True
+    assert call(f"{url}/api/submissions", token=alice["token"])[0] == 401  # refused from the next request on
+    assert call(f"{url}/api/submissions", token=tokens["a"])[0] == 200  # the rest of the team goes on
+    assert call(f"{url}/api/teams/team-b/tokens/{alice['id']}/revoke", "POST", tokens["org"])[0] == 404
+    assert call(f"{url}/api/teams/organizer/tokens", "POST", tokens["org"])[0] == 404  # not for the organizer
