@@ -84,7 +84,8 @@ def phase_board(task_id: str, name: str, request: Request, session: Any, service
         raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
     runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
     entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view, runs=runs)
-    by_name = {pages.run_name(team_names(session)[s.team_id], s): s for s in runs}
+    names = team_names(session)
+    by_name = {pages.run_name(names[s.team_id], s): s for s in runs}
     rows = [(rank, entry, by_name[entry.name]) for rank, entry in leaderboard(TaskSection(task, entries))]
     return task, phase, rows
 

@@ -16,6 +16,7 @@ the organizer's view lists every run of the phase.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from fastapi import HTTPException
 from sqlalchemy import func, select
@@ -61,28 +62,36 @@ def set_selected(session: Session, who: Team, submission_id: int, value: bool) -
 
 
 def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: bool) -> list[Submission]:
-    """The phase's runs on its leaderboard, in submission order (see the module's rules)."""
-    subs = list(session.scalars(select(Submission).where(Submission.phase_id == phase.id,
-                                                         Submission.status.in_(("done", "failed")))
-                                .order_by(Submission.id)))
+    """The phase's runs on its leaderboard, in submission order (see the module's rules).
+
+    The choice is made on a few light columns; only the runs shown are loaded whole (their
+    records and per-topic scores are most of a row: with 1,000 runs in a phase, loading every
+    row took two thirds of the board's time, benchmarks/service_phases.py).
+    """
+    finished = (Submission.phase_id == phase.id, Submission.status.in_(("done", "failed")))
     if organizer_view:
-        return subs
-    counted = [s for s in subs if s.status == "done" and s.valid is not False and not s.hidden_reason]
-    by_team: dict[int, list[Submission]] = {}
-    for sub in counted:
-        by_team.setdefault(sub.team_id, []).append(sub)
-    shown: list[Submission] = []
+        return list(session.scalars(select(Submission).where(*finished).order_by(Submission.id)))
+    light = session.execute(select(Submission.id, Submission.team_id, Submission.selected, Submission.scores)
+                            .where(*finished, Submission.status == "done", Submission.valid.isnot(False),
+                                   Submission.hidden_reason.is_(None))
+                            .order_by(Submission.id)).all()
+    by_team: dict[int, list[Any]] = {}
+    for row in light:
+        by_team.setdefault(row.team_id, []).append(row)
+    shown: list[int] = []
     for runs in by_team.values():
         if phase.max_selected is not None:
-            chosen = [s for s in runs if s.selected]
-            shown.extend(chosen or runs[-1:])  # no selection: the latest valid run
+            chosen = [r.id for r in runs if r.selected]
+            shown.extend(chosen or [runs[-1].id])  # no selection: the latest valid run
         else:
-            shown.append(max(runs, key=lambda s: (_score(s, primary), s.id)))
-    return sorted(shown, key=lambda s: s.id)
+            shown.append(max(runs, key=lambda r: (_score(r.scores, primary), r.id)).id)
+    if not shown:
+        return []
+    return list(session.scalars(select(Submission).where(Submission.id.in_(shown)).order_by(Submission.id)))
 
 
-def _score(sub: Submission, key: str) -> float:
-    value = (sub.scores or {}).get(key)
+def _score(scores: dict[str, Any] | None, key: str) -> float:
+    value = (scores or {}).get(key)
     return float(value) if isinstance(value, (int, float)) and value == value else float("-inf")
 
 
