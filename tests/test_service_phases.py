@@ -437,3 +437,22 @@ def test_each_member_has_a_token_and_the_organizer_revokes_one_alone(service):
     assert call(f"{url}/api/submissions", token=tokens["a"])[0] == 200  # the rest of the team goes on
     assert call(f"{url}/api/teams/team-b/tokens/{alice['id']}/revoke", "POST", tokens["org"])[0] == 404
     assert call(f"{url}/api/teams/organizer/tokens", "POST", tokens["org"])[0] == 404  # not for the organizer
+
+
+def test_a_team_sees_its_places_in_the_line_and_only_counts_of_the_others(service):
+    url, factory, state, tokens = service
+    image_id = an_image(factory)
+    a, b = team(factory, "team-a"), team(factory, "team-b")
+    for who in (b, a, b, a):  # the line, oldest first: b, a, b, a
+        assert admit(state, who, image_id) == 201
+    with factory.begin() as session:  # the first one is running now
+        first = session.scalars(select(Submission).order_by(Submission.id)).first()
+        first.status = "running"
+        ids = [s.id for s in session.scalars(select(Submission).order_by(Submission.id))]
+    status, mine = call(f"{url}/api/queue", token=tokens["a"])
+    assert status == 200 and (mine["queued"], mine["running"]) == (3, 1)
+    assert mine["positions"] == [{"id": ids[1], "position": 1}, {"id": ids[3], "position": 3}]
+    theirs = call(f"{url}/api/queue", token=tokens["b"])[1]["positions"]
+    assert theirs == [{"id": ids[2], "position": 2}]
+    assert len(call(f"{url}/api/queue", token=tokens["org"])[1]["positions"]) == 3
+    assert call(f"{url}/api/queue")[0] == 401

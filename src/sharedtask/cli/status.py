@@ -46,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
         worker = f" on {sub['worker']}" if sub.get("worker") else ""
         console.print(markup_safe(f"#{sub['id']} {sub.get('team')}/{sub.get('tag')} ({sub.get('task')}{where}): "
                                   f"{sub['status']}{worker}", None))
+        if sub["status"] == "queued":
+            line = server.request("GET", "/api/queue")
+            place = next((p["position"] for p in line["positions"] if p["id"] == sub["id"]), None)
+            if place is not None:
+                console.print(f"  place in the line: {place} of {line['queued']} ({line['running']} running)")
         if sub["status"] in ("done", "failed"):
             _print_result(sub)
     if sub["status"] in ("queued", "running"):
