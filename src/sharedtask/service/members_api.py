@@ -32,7 +32,8 @@ def token_json(token: Token) -> dict[str, Any]:
     return {"id": token.id, "created": aware(token.created), "revoked": bool(token.revoked)}
 
 
-@router.post("/teams/{name}/tokens", status_code=201, tags=["organizer"], summary="A new token for a member of the team (shown once)")
+@router.post("/teams/{name}/tokens", status_code=201, tags=["organizer"],
+             summary="A new token for a member of the team (shown once)")
 def add_token(name: str, _org: Organizer, session: Db) -> dict[str, Any]:
     team = _team(session, name)
     token = new_token(session, team)
@@ -41,7 +42,8 @@ def add_token(name: str, _org: Organizer, session: Db) -> dict[str, Any]:
     return {"team": team.name, "token": token, **token_json(row)}
 
 
-@router.get("/teams/{name}/tokens", tags=["organizer"], summary="The team's tokens: ids, dates, revoked or not (never the tokens)")
+@router.get("/teams/{name}/tokens", tags=["organizer"],
+            summary="The team's tokens: ids, dates, revoked or not (never the tokens)")
 def list_tokens(name: str, _org: Organizer, session: Db) -> list[dict[str, Any]]:
     team = _team(session, name)
     return [token_json(t) for t in session.scalars(select(Token).where(Token.team_id == team.id).order_by(Token.id))]
