@@ -169,7 +169,8 @@ def declared_scores(task_id: str, scores: dict[str, Any] | None) -> dict[str, fl
 
 def service_notes(notes: Iterable[Any] | None) -> list[str]:
     """The notes the service writes in fixed words; every other note (the pipeline's, the evaluator's) is dropped."""
-    return [n for n in notes or [] if isinstance(n, str) and (n in (RESUMED_NOTE, BROKER_RESUMED_NOTE) or RERUN_NOTE.fullmatch(n))]
+    fixed = (RESUMED_NOTE, BROKER_RESUMED_NOTE)
+    return [n for n in notes or [] if isinstance(n, str) and (n in fixed or RERUN_NOTE.fullmatch(n))]
 
 
 def blind_findings(sub: Submission) -> list[Finding]:
