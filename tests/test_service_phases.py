@@ -302,7 +302,7 @@ def test_a_team_selects_at_most_the_phases_number_of_runs_and_the_board_shows_th
     everything = board(url, tokens["org"])[1]["runs"]
     assert len(everything) == 8  # the organizer's view: every finished run of the phase
     status, csv_text = board(url, fmt="csv")
-    assert status == 200 and csv_text.splitlines()[0].startswith("rank,team,run,submitted,selected,status,")
+    assert status == 200 and csv_text.splitlines()[0].startswith("rank,team,run,submitted,selected,baseline,status,")
     assert csv_text.splitlines()[1].startswith("1,team-b,team-b/run2,")
     # the phase's runs are not on the task's public board: only on their phase's, under its rules
     call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])
@@ -335,6 +335,19 @@ def test_parallel_selections_stop_at_exactly_the_phases_number(service):
     assert sorted(race(8, pick_locked)) == [200] * 2 + [409] * 6
     with factory() as session:
         assert session.scalar(select(func.count(Submission.id)).where(Submission.selected.is_(True))) == 2
+
+
+def test_the_organizers_baseline_is_marked_on_the_board(service):
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-DAY), leaderboard_public=True)
+    image_id = an_image(factory)
+    with factory() as session:
+        organizer = session.scalar(select(Team).where(Team.organizer.is_(True)))
+    scored_runs(factory, state, organizer, image_id, [0.5])
+    scored_runs(factory, state, team(factory, "team-a"), image_id, [0.7])
+    rows = board(url)[1]["runs"]
+    assert [(r["team"], r["baseline"]) for r in rows] == [("team-a", False), ("organizer", True)]
+    assert 'organizer <span class="badge">baseline</span>' in call(f"{url}/tasks/{TASK}/phases/test/leaderboard")[1]
 
 
 def test_without_a_selection_rule_each_teams_best_run_counts_and_nothing_can_be_selected(service):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from sharedtask.service import actions, pages, phases, selection
 from sharedtask.service.access import Db, Member, Organizer, State, naive_utc, task_of, team_names, viewer
 from sharedtask.service.models import aware, utcnow
+from sharedtask.service.tokens import ORGANIZER
 
 router = APIRouter(prefix="/api")
 
@@ -95,6 +96,8 @@ def board_json(task: Any, phase: Any, rows: list, names: dict[int, str]) -> dict
             "rule": "selected runs (else the latest valid run)" if phase.max_selected else "each team's best run",
             "runs": [{"rank": rank, "team": names[sub.team_id], "run": entry.name, "tag": sub.tag,
                       "submitted": aware(sub.created), "selected": bool(sub.selected), "status": entry.verdict,
+                      # the organizer's own runs (its baselines, submitted with its token) are marked
+                      "baseline": names[sub.team_id] == ORGANIZER,
                       "scores": entry.scores} for rank, entry, sub in rows]}
 
 
@@ -113,18 +116,18 @@ def phase_leaderboard(task_id: str, name: str, request: Request, session: Db, se
 
 
 def board_csv(task: Any, body: dict[str, Any]) -> str:
-    """One row per run: rank, team, run, submitted, selected, status, then every declared measure."""
+    """One row per run: rank, team, run, submitted, selected, baseline, status, then every declared measure."""
     import csv
     import io
 
     keys = [m.key for m in task.measures]
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["rank", "team", "run", "submitted", "selected", "status", *keys])
+    writer.writerow(["rank", "team", "run", "submitted", "selected", "baseline", "status", *keys])
     for row in body["runs"]:
         # a team's text starting with = + - @ is data, not a formula (OWASP "CSV injection")
         safe = [("'" + v if isinstance(v, str) and v[:1] in "=+-@" else v)
                 for v in (row["team"], row["run"])]
-        writer.writerow([row["rank"] or "", *safe, row["submitted"], row["selected"], row["status"],
+        writer.writerow([row["rank"] or "", *safe, row["submitted"], row["selected"], row["baseline"], row["status"],
                          *(row["scores"].get(k, "") for k in keys)])
     return out.getvalue()

@@ -113,7 +113,8 @@ def board_page(task: Any, phase: Phase, rows: list[tuple[int | None, Any, Submis
     for rank, entry, sub in rows:
         scores = "".join(f"<td>{fmt_score(entry.scores.get(key))}</td>" for key, _ in keys)
         body.append(f'<tr class="board-row" data-run="{e(entry.name)}"><td>{rank or "—"}</td>'
-                    f"<td>{e(names[sub.team_id])}</td><td>{e(sub.tag)}</td><td>{when(sub.created, tz)}</td>"
+                    f"<td>{e(names[sub.team_id])}{_baseline(names[sub.team_id])}</td><td>{e(sub.tag)}</td>"
+                    f"<td>{when(sub.created, tz)}</td>"
                     f"<td>{'selected' if sub.selected else ''}</td><td>{e(entry.verdict)}</td>{scores}</tr>")
     rule = ("each team's selected runs (a team that selected none: its latest valid run)" if phase.max_selected
             else "each team's best run by the primary measure")
@@ -127,6 +128,13 @@ def board_page(task: Any, phase: Phase, rows: list[tuple[int | None, Any, Submis
                  f'<section class="task"><p>Ranked: {rule}.{view} '
                  f'<a href="/api{e(path)}?format=csv">CSV</a> · <a href="/tasks/{e(task.id)}">the task</a></p>'
                  f"{zone_form(path, tz)}{table}</section>")
+
+
+def _baseline(team: str) -> str:
+    """The organizer's own runs (its baselines) are marked as such on a board."""
+    from sharedtask.service.tokens import ORGANIZER
+
+    return ' <span class="badge">baseline</span>' if team == ORGANIZER else ""
 
 
 def phase_form(task_id: str) -> str:
