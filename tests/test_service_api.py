@@ -8,6 +8,7 @@ tests check what is *queued*, and running containers is the Docker tests' part
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import json
@@ -263,10 +264,41 @@ def test_pages_need_a_token_and_the_login_link_sets_it(service):
     answer = conn.getresponse()
     assert answer.status == 303 and answer.getheader("location") == "/team"
     cookie = answer.getheader("set-cookie")
-    assert cookie.startswith(f"sharedtask_token={tokens['a']}") and "HttpOnly" in cookie
+    # a sign-in of its own, never the token; it expires (14 days) and cannot be read by scripts
+    assert cookie.startswith("sharedtask_session=si_") and tokens["a"] not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=1209600" in cookie
     status, page = call(f"{url}/team", headers={"Cookie": cookie.split(";")[0]})
     assert status == 200 and "submissions of team-a" in page
     assert call(f"{url}/login?token=wrong")[0] == 401
+
+
+def test_a_sign_in_ends_with_sign_out_and_with_its_revoked_token(service):
+    import http.client
+
+    url, factory, _, tokens, _ = service
+    port = int(url.rsplit(":", 1)[1])
+
+    def signed_in(token: str) -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        conn.request("GET", f"/login?token={token}")
+        return conn.getresponse().getheader("set-cookie").split(";")[0]
+
+    first, second = signed_in(tokens["a"]), signed_in(tokens["a"])
+    assert call(f"{url}/logout", "POST", headers={"Cookie": first}, data=b"")[0] == 200  # back on /
+    assert call(f"{url}/team", headers={"Cookie": first})[0] == 401  # that browser is signed out
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 200  # the other one is not
+    status, member = call(f"{url}/api/teams/team-a/tokens", "POST", tokens["org"])
+    third = signed_in(member["token"])
+    assert call(f"{url}/team", headers={"Cookie": third})[0] == 200
+    call(f"{url}/api/teams/team-a/tokens/{member['id']}/revoke", "POST", tokens["org"])
+    assert call(f"{url}/team", headers={"Cookie": third})[0] == 401  # revoking a token signs it out
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 200
+    from sharedtask.service.models import SignIn, utcnow
+
+    with factory.begin() as session:  # fourteen days later
+        for row in session.scalars(select(SignIn)):
+            row.expires = utcnow() - dt.timedelta(seconds=1)
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 401  # expired
 
 
 def _queued(database: str, count: int):

@@ -142,3 +142,19 @@ class Phase(Base):
     #: how many runs a team may mark as final (None: no selection, the best run counts)
     max_selected: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SignIn(Base):
+    """A browser's sign-in: the cookie holds a random id (stored as its sha256), never the token.
+
+    It expires (``expires``), the team can end it (sign out), and it ends with the token it was
+    made from: revoking a member's token signs that member out everywhere.
+    """
+
+    __tablename__ = "sign_ins"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("tokens.id"), index=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires: Mapped[dt.datetime] = mapped_column(DateTime)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -101,7 +101,8 @@ def failure_banner(entry: RunEntry, sub: Submission) -> str:
 
 def _page(title: str, body: str, *, refresh: bool = False, who: str | None = None) -> str:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
-    signed = f'<p class="meta">signed in as {e(who)}</p>' if who else ""
+    signed = (f'<p class="meta">signed in as {e(who)} <form method="post" action="/logout" style="display:inline">'
+              '<button>sign out</button></form></p>') if who else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"{meta}<title>{e(title)} · sharedtask</title><style>{_css()}</style></head><body>{NAV}"

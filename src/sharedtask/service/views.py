@@ -15,11 +15,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages, phases, site, visibility
+from sharedtask.service import actions, pages, phases, signin, site, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
 from sharedtask.service.models import Submission, Team, utcnow
-from sharedtask.service.tokens import create_team, team_of
+from sharedtask.service.tokens import create_team
 
 router = APIRouter(include_in_schema=False)
 
@@ -56,20 +56,34 @@ def index(session: Db, service: State) -> HTMLResponse:
 
 
 def login_response(token: str, session: Session, next_page: str = "") -> HTMLResponse | RedirectResponse:
-    found = team_of(session, token)
-    if found is None:
+    made = signin.sign_in(session, token)
+    if made is None:
         return html(pages.message_page("sign in", "That token is not valid.", login=True), 401)
+    found, cookie = made
+    session.commit()
     # only a path on this server: "//host" or "https://..." would send the team elsewhere
     local = next_page.startswith("/") and not next_page.startswith("//") and "\\" not in next_page
     response = RedirectResponse(next_page if local else "/organizer" if found.organizer else "/team",
                                 status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+    # the cookie holds a sign-in that expires and can be ended, never the token (service/signin.py)
+    response.set_cookie(COOKIE, cookie, max_age=int(signin.LIFETIME.total_seconds()), httponly=True,
+                        samesite="strict")
     return response
 
 
 @router.get("/login")
 def login_link(session: Db, token: str = "", next: str = "") -> Any:  # noqa: A002 - the query's name
     return login_response(token, session, next)
+
+
+@router.post("/logout")
+def logout(request: Request, session: Db) -> RedirectResponse:
+    """End this browser's sign-in (the token itself stays valid)."""
+    signin.sign_out(session, request.cookies.get(COOKIE))
+    session.commit()
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
 
 
 @router.post("/login")

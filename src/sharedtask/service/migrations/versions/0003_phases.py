@@ -1,4 +1,4 @@
-"""Phases of a task, a submission's phase, and the runs a team selected as final.
+"""Phases of a task, a submission's phase, the runs a team selected as final, browser sign-ins.
 
 An existing database is upgraded in place at start-up: its submissions keep no phase
 (``phase_id`` NULL) and are not selected; its tasks have no phases until the organizer
@@ -35,6 +35,15 @@ def upgrade() -> None:
         sa.Column("created", sa.DateTime, nullable=False),
         sa.UniqueConstraint("task_id", "name", name="uq_phases_task_name"),
     )
+    op.create_table(
+        "sign_ins",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("digest", sa.String(64), nullable=False, unique=True),
+        sa.Column("token_id", sa.Integer, sa.ForeignKey("tokens.id"), nullable=False, index=True),
+        sa.Column("created", sa.DateTime, nullable=False),
+        sa.Column("expires", sa.DateTime, nullable=False),
+        sa.Column("revoked", sa.Boolean, nullable=False),
+    )
     with op.batch_alter_table("submissions") as batch:
         batch.add_column(sa.Column("phase_id", sa.Integer, nullable=True))
         batch.add_column(sa.Column("selected", sa.Boolean, nullable=False, server_default=sa.false()))
@@ -48,4 +57,5 @@ def downgrade() -> None:
         batch.drop_constraint("fk_submissions_phase", type_="foreignkey")
         batch.drop_column("selected")
         batch.drop_column("phase_id")
+    op.drop_table("sign_ins")
     op.drop_table("phases")
