@@ -111,3 +111,39 @@ def test_every_page_renders_in_chromium_with_labels_headings_and_screenshots(ser
     assert "America/New_York" in task_dom and 'data-phase="test"' in task_dom
     board_dom, _ = render(pages["phase-leaderboard"], tmp_path, "board-again")
     assert 'data-run="team-a/run1"' in board_dom and 'data-run="team-b/run1"' in board_dom
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG 2.1 relative luminance (w3.org/TR/WCAG21/#dfn-relative-luminance)."""
+    channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.1 contrast ratio (w3.org/TR/WCAG21/#dfn-contrast-ratio)."""
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_the_sites_text_colours_meet_wcag_aa_contrast():
+    """Every text/background pair the site's pages use, read from the stylesheet they share,
+    against WCAG 2.1 AA: 4.5:1 for normal text (success criterion 1.4.3)."""
+    import re
+
+    from sharedtask.report.html import _css
+
+    css = _css()
+    var = dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", css))
+    header_bg = re.search(r"header\.page \{[^}]*background:\s*(#[0-9a-f]{6})", css).group(1)
+    header_meta = re.search(r"header\.page \.meta \{[^}]*color:\s*(#[0-9a-f]{6})", css).group(1)
+    th_bg = re.search(r"\bth \{[^}]*background:\s*(#[0-9a-f]{6})", css).group(1)
+    pairs = {
+        "text on the page": (var["fg"], var["bg"]), "text on a card": (var["fg"], var["card"]),
+        "muted text on a card": (var["muted"], var["card"]), "table headers": (var["muted"], th_bg),
+        "links and best scores": (var["accent"], var["card"]), "the title": ("#ffffff", header_bg),
+        "signed in as": (header_meta, header_bg), "valid badge": (var["ok"], var["ok-bg"]),
+        "failed badge": (var["bad"], var["bad-bg"]), "warning badge": (var["warn"], var["warn-bg"]),
+    }
+    low = {name: round(contrast(*pair), 2) for name, pair in pairs.items() if contrast(*pair) < 4.5}
+    assert low == {}
