@@ -182,6 +182,35 @@ def build_tiny_image(client: Any, tag: str, run_text: str, tmp: Path, *, script:
     return tag
 
 
+@pytest.fixture
+def images(docker_client, tmp_path):
+    """``build(name, run_text, script="")``: a tiny image (:func:`build_tiny_image`) removed after the
+    test, by id (also the server's own tag of it) and with every container made from it."""
+    made: list[str] = []
+
+    def build(name: str, run_text: str, script: str = "") -> str:
+        tag = f"sharedtask-test/service-{name}:{os.getpid()}"
+        made.append(build_tiny_image(docker_client, tag, run_text, tmp_path, script=script))
+        return tag
+
+    yield build
+    for tag in made:
+        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
+            container.remove(force=True)  # a run the test left going (a stopped server's, a killed worker's)
+        try:
+            docker_client.images.remove(docker_client.images.get(tag).id, force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path: Path) -> str:
+    """The embedded default and the real deployment's database: a test with it runs on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{(tmp_path / 'service.db').resolve()}"
+    return request.getfixturevalue("postgres_server")()
+
+
 # ----------------------------------------------------------------------------- PostgreSQL
 
 

@@ -87,15 +87,41 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
     assert all(p.stat().st_mtime_ns != stamp for p, stamp in stamps.items())
 
 
-def test_demo_renders_kubernetes_jobs_and_runs_nothing(docker_client, submissions, tmp_path, tiny_image):
+def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_runs_nothing(
+        docker_client, submissions, tmp_path, tiny_image):
+    from distributed_helpers import Registry, ensure_installed
+    from sharedtask.executor.kubernetes import POD_SECURITY
+
     out, manifests = tmp_path / "out", tmp_path / "k8s"
+    # without a registry the images have no digest a cluster could pull: one line, nothing written
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--kubernetes", str(manifests), "--out", str(out)]) == 0
-    docs = [d for p in sorted(manifests.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
+                 "--kubernetes", str(manifests / "tags"), "--out", str(out)]) == 2
+    assert not list((manifests / "tags").glob("team-*.yaml"))
+    binary = ensure_installed("docker-registry", "docker-registry")
+    if binary is None:
+        pytest.skip("Debian's docker-registry is not installed")
+    registry = Registry(binary, tmp_path / "registry")
+    try:
+        assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
+                     "--kubernetes", str(manifests), "--registry", registry.address, "--out", str(out)]) == 0
+        digest = docker_client.images.get(tiny_image).attrs["RepoDigests"]  # what the push reported
+    finally:
+        registry.stop()
+        for image in docker_client.images.list():  # the tags the push added (the registry's name)
+            for tag in image.tags:
+                if tag.startswith(registry.address + "/"):
+                    docker_client.images.remove(tag)
+    namespace = yaml.safe_load((manifests / "namespace.yaml").read_text())
+    assert namespace["kind"] == "Namespace" and namespace["metadata"]["labels"].items() >= POD_SECURITY.items()
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    docs = [d for p in sorted(manifests.glob("*.yaml")) if p.name != "namespace.yaml"
+            for d in yaml.safe_load_all(p.read_text())]
     jobs = [d for d in docs if d["kind"] == "Job"]
     assert len(jobs) == 3 and sum(d["kind"] == "NetworkPolicy" for d in docs) == 3
-    images = {d["spec"]["template"]["spec"]["containers"][0]["image"] for d in jobs}
-    assert tiny_image in images
+    containers = [d["spec"]["template"]["spec"]["containers"][0] for d in jobs]
+    assert all(c["image"].startswith(registry.address + "/") and "@sha256:" in c["image"] for c in containers)
+    assert {c["image"].split("@")[1] for c in containers} & {d.split("@")[1] for d in digest}
+    assert all(c["securityContext"]["readOnlyRootFilesystem"] is True for c in containers)
     claims = {d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] for d in jobs}
     assert claims == {f"sample-{TASK}"}
     assert not (out / TASK / "team-a").exists()  # nothing ran

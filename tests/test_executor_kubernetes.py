@@ -81,7 +81,8 @@ def test_overrides_gvisor_and_a_network_are_rendered(tmp_path):
     assert kube_job.spec.template.spec.runtime_class_name == GVISOR_RUNTIME_CLASS
     assert kube_job.spec.template.spec.containers[0].resources.limits["cpu"] == "500m"
     assert deny is not None
-    open_path = write_manifests(job(network="bridge"), tmp_path / "open", image="x", input_claim="c")
+    open_path = write_manifests(job(network="bridge"), tmp_path / "open", image="x@sha256:" + "c" * 64,
+                                input_claim="c")
     assert read_back(open_path)[1] is None  # a run allowed on the network gets no deny policy
 
 
@@ -89,4 +90,35 @@ def test_a_bad_override_is_the_sandbox_error(tmp_path):
     from sharedtask.errors import SharedTaskError
 
     with pytest.raises(SharedTaskError, match="runtime"):
-        write_manifests(job(runtime="kata"), tmp_path, image="x", input_claim="c")
+        write_manifests(job(runtime="kata"), tmp_path, image="x@sha256:" + "c" * 64, input_claim="c")
+
+
+def test_an_image_without_a_digest_is_refused_saying_how(tmp_path):
+    from sharedtask.errors import SharedTaskError
+
+    with pytest.raises(SharedTaskError, match="by a tag") as caught:
+        write_manifests(job(), tmp_path, image="team-a/run:1", input_claim="c")
+    assert "--registry" in str(caught.value.hint) and not list(tmp_path.iterdir())
+
+
+def test_the_root_is_read_only_scratch_bounded_and_the_namespace_enforces_restricted(tmp_path):
+    from sharedtask.executor.kubernetes import POD_SECURITY, image_reference, write_namespace
+
+    kube_job, _ = read_back(write_manifests(job(), tmp_path, image="x@sha256:" + "d" * 64, input_claim="c"))
+    pod = kube_job.spec.template.spec
+    (container,) = pod.containers
+    assert container.security_context.read_only_root_filesystem is True
+    writable = {m.mount_path for m in container.volume_mounts if not m.read_only}
+    assert writable == {OUTPUT_MOUNT, "/tmp"}  # nothing else can be written
+    limits = Limits.from_spec(load_task(TASK).sandbox)
+    sizes = {v.name: v.empty_dir.size_limit for v in pod.volumes if v.empty_dir is not None}
+    assert sizes == {"output": str(limits.max_output), "tmp": str(limits.memory)}
+    assert {e.name: e.value for e in container.env}["HOME"] == "/tmp"
+    namespace = yaml.safe_load(write_namespace(tmp_path, "contest").read_text())
+    assert namespace["metadata"]["name"] == "contest"
+    assert {k: v for k, v in namespace["metadata"]["labels"].items() if k.startswith("pod-security")} == {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted"} == POD_SECURITY
+    pinned = "127.0.0.1:5000/team-a/run@sha256:" + "e" * 64
+    assert image_reference(Job(**{**job().__dict__, "image_source": f"registry:{pinned}"})) == pinned
+    assert image_reference(Job(**{**job().__dict__, "image_source": "archive:/x/y.tar"})) == "team-a/run:1"

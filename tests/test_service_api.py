@@ -8,6 +8,7 @@ tests check what is *queued*, and running containers is the Docker tests' part
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import json
@@ -20,21 +21,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, inspect, select
 
-from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
+                             postgres_server)
 from sharedtask.service.app import ServiceConfig, create_app
-from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+from sharedtask.service.db import make_engine, migrate, sessions
 from sharedtask.service.executor import RESUMED_NOTE, claim, resume
 from sharedtask.service.models import Image, Submission
 from sharedtask.service.tokens import create_team, organizer_token
 from sharedtask.service.uploads import UploadError, clean_archive
 
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path: Path) -> str:
-    """The embedded default and the real deployment's database: every API test runs on both."""
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path / "service.db")
-    return request.getfixturevalue("postgres_server")()
+HEAD = "0003"  # the newest migration (src/sharedtask/service/migrations/versions)
 
 
 @pytest.fixture
@@ -268,10 +264,41 @@ def test_pages_need_a_token_and_the_login_link_sets_it(service):
     answer = conn.getresponse()
     assert answer.status == 303 and answer.getheader("location") == "/team"
     cookie = answer.getheader("set-cookie")
-    assert cookie.startswith(f"sharedtask_token={tokens['a']}") and "HttpOnly" in cookie
+    # a sign-in of its own, never the token; it expires (14 days) and cannot be read by scripts
+    assert cookie.startswith("sharedtask_session=si_") and tokens["a"] not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=1209600" in cookie
     status, page = call(f"{url}/team", headers={"Cookie": cookie.split(";")[0]})
     assert status == 200 and "submissions of team-a" in page
     assert call(f"{url}/login?token=wrong")[0] == 401
+
+
+def test_a_sign_in_ends_with_sign_out_and_with_its_revoked_token(service):
+    import http.client
+
+    url, factory, _, tokens, _ = service
+    port = int(url.rsplit(":", 1)[1])
+
+    def signed_in(token: str) -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        conn.request("GET", f"/login?token={token}")
+        return conn.getresponse().getheader("set-cookie").split(";")[0]
+
+    first, second = signed_in(tokens["a"]), signed_in(tokens["a"])
+    assert call(f"{url}/logout", "POST", headers={"Cookie": first}, data=b"")[0] == 200  # back on /
+    assert call(f"{url}/team", headers={"Cookie": first})[0] == 401  # that browser is signed out
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 200  # the other one is not
+    status, member = call(f"{url}/api/teams/team-a/tokens", "POST", tokens["org"])
+    third = signed_in(member["token"])
+    assert call(f"{url}/team", headers={"Cookie": third})[0] == 200
+    call(f"{url}/api/teams/team-a/tokens/{member['id']}/revoke", "POST", tokens["org"])
+    assert call(f"{url}/team", headers={"Cookie": third})[0] == 401  # revoking a token signs it out
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 200
+    from sharedtask.service.models import SignIn, utcnow
+
+    with factory.begin() as session:  # fourteen days later
+        for row in session.scalars(select(SignIn)):
+            row.expires = utcnow() - dt.timedelta(seconds=1)
+    assert call(f"{url}/team", headers={"Cookie": second})[0] == 401  # expired
 
 
 def _queued(database: str, count: int):
@@ -309,7 +336,7 @@ def test_migrations_make_the_schema_and_are_idempotent(database):
     assert {"teams", "tokens", "images", "submissions", "task_settings", "alembic_version"} <= set(
         inspect(engine).get_table_names())
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == "0001"
+        assert conn.exec_driver_sql("select version_num from alembic_version").scalar() == HEAD
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -319,7 +346,8 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("args, message", [
     (["serve", "--db", "mysql+nodriver://x/y"], "cannot open the database"),
-    (["serve", "--broker", "redis://127.0.0.1:6379"], "compute workers are not available"),
+    (["serve", "--broker", "redis://127.0.0.1:9/0"], "does not answer"),
+    (["serve", "--images-dir", "x"], "need --broker"),
     (["serve", "--task", "no-such-task"], "no-such-task"),
     (["serve", "--new-team", "a b"], "invalid team name"),
     (["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, "--image", "x", "--registry"],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import sqlite3
 import tarfile
@@ -21,8 +20,8 @@ from typing import Any
 import pytest
 
 from browser_helpers import chromium
-from service_helpers import (TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server,
-                             stop, wait_until_up)
+from service_helpers import (TASK, Served, build_tiny_image, call, free_port, images, perfect_run,  # noqa: F401
+                             start_server, stop, wait_until_up)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -39,25 +38,6 @@ def served(tmp_path: Path, docker_client):
         yield server
     finally:
         stop(server)
-
-
-@pytest.fixture
-def images(docker_client, tmp_path):
-    made: list[str] = []
-
-    def build(name: str, run_text: str, script: str = "") -> str:
-        tag = f"sharedtask-test/service-{name}:{os.getpid()}"
-        made.append(build_tiny_image(docker_client, tag, run_text, tmp_path, script=script))
-        return tag
-
-    yield build
-    for tag in made:  # by id: also the server's sharedtask-submissions:<sha256> tag of the same image
-        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
-            container.remove(force=True)  # a run the test left going (a stopped server's)
-        try:
-            docker_client.images.remove(docker_client.images.get(tag).id, force=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
 
 
 def wait_for(server: Served, token: str, sid: int, states: tuple[str, ...] = ("done", "failed")) -> dict[str, Any]:

@@ -137,7 +137,6 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
     """The jobs of one task: each software that serves it on the named dataset, named by content
     (image id, sha256 of every input file), with its run folder ``OUT/<task>/<software>``."""
     from sharedtask.dockerclient import docker_client
-    from sharedtask.executor.datasets import dataset_id, file_digests
     from sharedtask.executor.images import image_id
     from sharedtask.sandbox.api import dataset_id_of
 
@@ -158,12 +157,10 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
         try:
             ident = image_id(client, sw.image)
             if ref is None:
-                if not dataset.input_dir.is_dir():
-                    raise SharedTaskError(f"input dataset directory {dataset.input_dir} does not exist")
-                ref = DatasetRef(dataset_id(task.id, dataset.name, dataset.input_dir, task.sample_dir / "input"),
-                                 file_digests(dataset.input_dir))
+                ref = dataset_ref(task, dataset)
         except SharedTaskError as exc:
-            planned.append(Planned(task, sw, dataset, run_dir, None, f"sandbox: {exc}"))
+            planned.append(Planned(task, sw, dataset, run_dir, None, f"sandbox: {exc}",
+                                   first_stage=first.name if first else None))
             continue
         job = Job(task=task.id, software=sw.name, image=sw.image, image_id=ident, command=sw.command_for(task.id),
                   dataset=ref, image_source=image_source(sw.image) if image_source else None,
@@ -208,6 +205,16 @@ def stage_reranks(runs: list[Planned], results: dict[int, JobResult | None], say
         run.stage_dir = stage[0]
         run.job = replace(run.job, stage={"software": run.first_stage, "job": first_job.id if first_job else "",
                                           "sha256": stage[1]})
+
+
+def dataset_ref(task: Task, dataset: Dataset) -> DatasetRef:
+    """A dataset by content, as a job names it: its id and the sha256 of every input file."""
+    from sharedtask.executor.datasets import dataset_id, file_digests
+
+    if not dataset.input_dir.is_dir():
+        raise SharedTaskError(f"input dataset directory {dataset.input_dir} does not exist")
+    return DatasetRef(dataset_id(task.id, dataset.name, dataset.input_dir, task.sample_dir / "input"),
+                      file_digests(dataset.input_dir))
 
 
 def entry_for(run: Planned, result: JobResult | None, say: Say,

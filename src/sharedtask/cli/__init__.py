@@ -43,6 +43,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "serve",
     "submit",
+    "status",
     "worker",
     "new_submission",
     "docker_doctor",

@@ -59,8 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--registry", metavar="HOST:PORT",
                        help="with --broker: push each image to this registry; workers pull it by digest")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
-                       help="run nothing: write one Kubernetes Job + NetworkPolicy per run to DIR "
-                            "(rendered from the sandbox policy; not yet tried on a cluster)")
+                       help="run nothing: write a restricted Namespace and one Kubernetes Job + NetworkPolicy per "
+                            "run to DIR (rendered from the sandbox policy, images by digest: needs --registry; "
+                            "not yet tried on a cluster)")
     where.add_argument("--resume", action="store_true",
                        help="keep the runs already finished in --out for the same job (always on with --broker)")
     parser.set_defaults(func=_run)
@@ -189,10 +190,11 @@ def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress:
 
 def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
     """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
-    from sharedtask.executor.kubernetes import _name, write_manifests
+    from sharedtask.executor.kubernetes import _name, image_reference, write_manifests, write_namespace
     from sharedtask.pipeline import plan
 
     source = _image_source(args)
+    console.print(f"namespace (restricted Pod Security): {markup_safe(str(write_namespace(args.kubernetes)))}")
     written = 0
     for task in tasks:
         for run in plan(task, manifest, out, dataset_name=args.dataset, build_errors=build_errors,
@@ -200,8 +202,8 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
             if run.job is None:
                 console.print(f"[red]{markup_safe(run.software.name)}[/]: {markup_safe(run.error or '', 300)}")
                 continue
-            image = (run.job.image_source or "").partition(":")[2] or run.job.image
-            path = write_manifests(run.job, args.kubernetes, image=image, input_claim=_name(run.job.dataset.id))
+            path = write_manifests(run.job, args.kubernetes, image=image_reference(run.job),
+                                   input_claim=_name(run.job.dataset.id))
             console.print(f"{markup_safe(task.id)}/{markup_safe(run.software.name)}: {markup_safe(str(path))}")
             written += 1
     console.print(f"[bold]{written} Kubernetes Job(s)[/] in {args.kubernetes} (nothing ran; "
@@ -214,15 +216,8 @@ def _image_source(args: argparse.Namespace):
     from sharedtask.executor import images
     from sharedtask.images import docker_client
 
-    client = docker_client()
-    if args.registry:
-        return lambda image: "registry:" + images.push(client, image, args.registry)
-    if args.images_dir:
-        def archive(image: str) -> str:
-            path = images.save_archive(client, image, args.images_dir.resolve())
-            return "archive:" + (f"{args.images_url.rstrip('/')}/{path.name}" if args.images_url else str(path))
-        return archive
-    return None
+    return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
+                             images_url=args.images_url)
 
 
 def _task_table(outcome) -> Table:

@@ -2,7 +2,7 @@
 
 Also the organizer's own command line on the server: ``--new-organizer-token`` and
 ``--new-team NAME`` print a token and exit without starting the server.
-Exit code 2 for a bad database URL, a port in use, an unknown task or ``--broker``.
+Exit code 2 for a bad database URL, a port in use, an unknown task or a broker that does not answer.
 """
 
 from __future__ import annotations
@@ -37,9 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"where uploads and runs are kept (default: {DEFAULT_DIR})")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    parser.add_argument("--broker", metavar="URL", help="run submissions on compute workers (not available yet)")
+    parser.add_argument("--broker", metavar="URL",
+                        help="run submissions on compute workers (`sharedtask worker --broker URL` on any machine): "
+                             "redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS (docs/distributed.md)")
+    parser.add_argument("--queue", metavar="NAME", help="with --broker: the workers' queue (default: sharedtask)")
+    parser.add_argument("--images-dir", type=Path, metavar="DIR",
+                        help="with --broker: `docker save` each submitted image to DIR/<id>.tar for workers that "
+                             "lack it (readable by them at the same path, or served at --images-url)")
+    parser.add_argument("--images-url", metavar="URL",
+                        help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="sandboxed runs at the same time in the local pool (default: 1)")
+                        help="sandboxed runs at the same time in the local pool (default: 1); with --broker: "
+                             "finished runs landed and scored at the same time")
     parser.add_argument("--task", action="append", metavar="ID", dest="tasks",
                         help="accept submissions for this task (repeatable; default: every task)")
     parser.add_argument("--dataset", default="sample", metavar="NAME",
@@ -68,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
+    if not args.broker and (args.images_dir or args.images_url or args.queue):
+        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
     for task_id in args.tasks or ():
@@ -93,11 +104,17 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.executor import RunSettings, make_executor
 
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
-    executor = make_executor(args.broker, factory, settings, args.workers)
+    image_source = None
+    if args.broker and args.images_dir:
+        from sharedtask.dockerclient import docker_client
+        from sharedtask.executor.images import source_for
+
+        image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
+    executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind,
-                           task_ids=list(args.tasks or ()))
+                           task_ids=list(args.tasks or ()), manifest=args.manifest)
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 

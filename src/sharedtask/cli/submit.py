@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--image", required=True, help="a local image (uploaded) or, with --registry, a name")
     parser.add_argument("--command", help="command run via `sh -c` (default: the image's ENTRYPOINT/CMD)")
     parser.add_argument("--tag", help="a name for this run (default: runN)")
+    parser.add_argument("--phase", metavar="NAME",
+                        help="the task's phase to submit to (default: the one open now; see /api/tasks/ID/phases)")
     parser.add_argument("--registry", action="store_true", help="send only the image name; the server pulls it")
     parser.add_argument("--wait", action="store_true", help="wait until the run is done and print its scores")
     parser.add_argument("--json", action="store_true", help="print the submission as JSON")
@@ -84,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
     server = Server(args.server.rstrip("/"), args.token)
-    path = submission_path(args.task, args.command, args.tag)
+    path = submission_path(args.task, args.command, args.tag, args.phase)
     # Before any byte moves: token, dates, quota, tag and size (a refusal costs no docker save).
-    ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image))
+    ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase)
     if not args.json and ready.get("remaining_today") is not None:
         err_console.print(f"{markup_safe(args.task)}: {ready['remaining_today']} submission(s) left today")
     if args.registry:
@@ -108,9 +110,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _wait(server: Any, submission_id: int, *, quiet: bool) -> Any:
-    last = None
+    """Poll until the submission ends; a server that stops answering (a restart, a proxy's 502/503)
+    is waited for, and the same submission is asked again (``sharedtask status --wait`` later
+    picks it up too)."""
+    from sharedtask.service.client import ServiceError, Unreachable
+
+    last, away = None, False
     while True:
-        sub = server.request("GET", f"/api/submissions/{submission_id}")
+        try:
+            sub = server.request("GET", f"/api/submissions/{submission_id}")
+        except (Unreachable, ServiceError) as exc:
+            if isinstance(exc, ServiceError) and exc.status not in (502, 503, 504):
+                raise
+            if not away and not quiet:
+                err_console.print(f"#{submission_id}: the server does not answer ({str(exc).splitlines()[0]}); "
+                                  "waiting for it")
+            away = True
+            time.sleep(2)
+            continue
+        away = False
         if sub["status"] != last and not quiet:
             err_console.print(f"#{submission_id}: {sub['status']}")
             last = sub["status"]

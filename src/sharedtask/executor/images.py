@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import Job
@@ -54,6 +54,22 @@ def push(client: Any, reference: str, registry: str) -> str:
     if digest is None:
         raise SharedTaskError(f"push of {reference} to {registry} reported no digest")
     return f"{target}@{digest}"
+
+
+def source_for(client: Any, *, registry: str | None = None, images_dir: Path | None = None,
+               images_url: str | None = None) -> Callable[[str], str] | None:
+    """How workers get an image they lack (a job's ``image_source``): pushed to ``registry`` and
+    pulled by digest, or saved once to ``images_dir`` (served at ``images_url``); None: they have it."""
+    if registry:
+        return lambda image: "registry:" + push(client, image, registry)
+    if images_dir:
+        folder = images_dir.resolve()
+
+        def archive(image: str) -> str:
+            path = save_archive(client, image, folder)
+            return "archive:" + (f"{images_url.rstrip('/')}/{path.name}" if images_url else str(path))
+        return archive
+    return None
 
 
 def _load(client: Any, location: str) -> None:

@@ -1,4 +1,5 @@
-"""The sandbox policy as Kubernetes objects: a Job per run and a default-deny NetworkPolicy.
+"""The sandbox policy as Kubernetes objects: a Job per run and a default-deny NetworkPolicy, in a
+Namespace that enforces the restricted Pod Security Standard.
 
 Rendered only: no cluster exists where this was written, so nothing here has run
 on one (README, "The path to Kubernetes"). Every field comes from the same
@@ -23,6 +24,10 @@ from sharedtask.sandbox.cpu import profile as cpu_profile
 from sharedtask.sandbox.runner import contract_environment, substitute
 
 JOB_LABEL = "sharedtask.io/job"
+#: Pod Security Admission's labels (kubernetes.io/docs/concepts/security/pod-security-admission/):
+#: enforce the restricted profile, and warn and audit against it too.
+POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 #: The RuntimeClass name gVisor's documentation uses for runsc (gvisor.dev, "Kubernetes").
 GVISOR_RUNTIME_CLASS = "gvisor"
 
@@ -64,6 +69,10 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
     the dataset's ``input/`` (mounted read-only), ``image`` the reference with its digest."""
     k = _client()
 
+    if not _DIGEST.search(image):
+        raise SharedTaskError(f"{job.software}: Kubernetes would pull {image!r} by a tag, which can change",
+                              hint="push the images to a registry (demo --kubernetes DIR --registry HOST:PORT): "
+                                   "the manifests then name each image by its digest")
     policy = policy_for(job)
     lim = policy.limits
     uid, _, gid = (policy.user or SANDBOX_USER).partition(":")
@@ -78,13 +87,15 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
         image_pull_policy="IfNotPresent",
         command=["sh", "-c"] if job.command is not None else None,
         args=[substitute(job.command, False)] if job.command is not None else None,
-        env=[k.V1EnvVar(name=key, value=value) for key, value in sorted(env.items())],
+        # HOME on the scratch volume: the root file system is read-only
+        env=[k.V1EnvVar(name=key, value=value) for key, value in sorted({"HOME": "/tmp", **env}.items())],
         resources=k.V1ResourceRequirements(requests=dict(amounts), limits=dict(amounts)),  # Guaranteed QoS
         security_context=k.V1SecurityContext(
             run_as_non_root=True, run_as_user=int(uid), run_as_group=int(gid or uid),
             allow_privilege_escalation=False, privileged=False,
             capabilities=k.V1Capabilities(drop=["ALL"]),
-            read_only_root_filesystem=policy.read_only_root,
+            # always: the only writable places are the bounded volumes below (output, /tmp)
+            read_only_root_filesystem=True,
             seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault")),
         volume_mounts=[k.V1VolumeMount(name="input", mount_path=INPUT_MOUNT, read_only=True),
                        k.V1VolumeMount(name="output", mount_path=OUTPUT_MOUNT),
@@ -123,6 +134,34 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
                                    policy_types=["Ingress", "Egress"]),
     )
     return [kube_job, deny] if policy.network is None else [kube_job]
+
+
+def image_reference(job: Job) -> str:
+    """The image as a pod pulls it: the registry reference by digest a job carries
+    (``registry:<name>@sha256:...``), else the job's own reference (refused by :func:`render`
+    unless it names a digest)."""
+    source = job.image_source or ""
+    return source.partition(":")[2] if source.startswith("registry:") else job.image
+
+
+def namespace(name: str = "sharedtask") -> Any:
+    """The Namespace of the runs, labelled so that Pod Security Admission enforces the restricted
+    profile: a pod that is not as restricted as :func:`render` makes it is refused by the cluster."""
+    k = _client()
+    return k.V1Namespace(api_version="v1", kind="Namespace",
+                         metadata=k.V1ObjectMeta(name=name, labels={**POD_SECURITY,
+                                                                    "app.kubernetes.io/managed-by": "sharedtask"}))
+
+
+def write_namespace(folder: Path, name: str = "sharedtask") -> Path:
+    """``folder/namespace.yaml``: apply it before the runs' manifests."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "namespace.yaml"
+    path.write_text(yaml.safe_dump(_client().ApiClient().sanitize_for_serialization(namespace(name)),
+                                   sort_keys=False), encoding="utf-8")
+    return path
 
 
 def write_manifests(job: Job, folder: Path, **kw: Any) -> Path:

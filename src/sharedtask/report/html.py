@@ -124,11 +124,11 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
                 v = run.scores.get(key)
                 if v is not None and v == v and (key not in best or v > best[key]):
                     best[key] = v
-    head = ["<th>#</th><th>run</th><th>outcome</th>"]
+    head = ['<th scope="col">#</th><th scope="col">run</th><th scope="col">outcome</th>']
     for key, label, procedure in columns:
         cls = "num primary" if key == primary else "num"
-        head.append(f'<th class="{cls}" title="{e(procedure)}">{e(label)}</th>')
-    head.append('<th class="num">wall time</th>')
+        head.append(f'<th scope="col" class="{cls}" title="{e(procedure)}">{e(label)}</th>')
+    head.append('<th scope="col" class="num">wall time</th>')
     rows = []
     for rank, run in order:
         cells = [f'<td class="rank">{rank if rank is not None else "–"}</td>']

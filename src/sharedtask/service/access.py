@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.service.executor import Executor
 from sharedtask.service.models import Submission, TaskSettings, Team
+from sharedtask.service.signin import COOKIE, team_of_cookie
 from sharedtask.service.tokens import team_of
 
-COOKIE = "sharedtask_token"
 
 
 @dataclass
@@ -33,6 +33,8 @@ class ServiceConfig:
     #: teams see status, validity and scores, but no logs and no finding details (hidden test data)
     blind: bool = False
     task_ids: list[str] = field(default_factory=list)
+    #: tira.yml that declares the datasets (phases name theirs); None: the project's
+    manifest: Path | None = None
 
 
 @dataclass
@@ -79,15 +81,23 @@ State = Annotated[ServiceState, Depends(state)]
 
 
 def token_of(request: Request) -> str | None:
-    """``Authorization: Bearer T`` (the API) or the sign-in cookie (the pages)."""
+    """``Authorization: Bearer T`` (the API; the pages accept it too)."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
-    return request.cookies.get(COOKIE)
+    return None
+
+
+def identify(session: Session, request: Request) -> Team | None:
+    """The asker: by its bearer token, else by its sign-in cookie (:mod:`sharedtask.service.signin`)."""
+    token = token_of(request)
+    if token is not None:
+        return team_of(session, token)
+    return team_of_cookie(session, request.cookies.get(COOKIE))
 
 
 def viewer(request: Request, session: Db) -> Team | None:
-    return team_of(session, token_of(request))
+    return identify(session, request)
 
 
 def member(request: Request, session: Db) -> Team:
@@ -105,7 +115,7 @@ def authenticate(service: ServiceState, request: Request) -> Team:
     request that streams a large upload must hold no session and no transaction meanwhile.
     """
     with service.sessions() as session:
-        found = team_of(session, token_of(request))
+        found = identify(session, request)
         session.commit()  # ends the read transaction; expire_on_commit=False keeps the row loaded
     if found is None:
         raise HTTPException(401, "a valid token is needed (Authorization: Bearer TOKEN)",

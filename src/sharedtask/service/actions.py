@@ -13,7 +13,7 @@ from fastapi import HTTPException
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import pages
+from sharedtask.service import pages, phases
 from sharedtask.service.access import ServiceState, naive_utc, settings_of, team_names
 from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
@@ -36,7 +36,8 @@ def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[
         "valid": sub.valid, "scores": sub.scores, "notes": sub.notes or [], "hidden": sub.hidden_reason,
         "created": aware(sub.created) if sub.created else None,
         "finished": aware(sub.finished) if sub.finished else None,
-        "validation": (record or {}).get("validation"), "record": record,
+        "validation": (record or {}).get("validation"), "record": record, "worker": sub.worker,
+        "phase": sub.phase_name, "selected": bool(sub.selected),
     }
 
 
@@ -80,7 +81,7 @@ def _tag_taken(session: Session, who: Team, task_id: str, tag: str) -> bool:
 
 
 def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, size: int | None,
-              limit: int) -> dict[str, Any]:
+              limit: int, phase: str | None = None) -> dict[str, Any]:
     """Everything a submission would be refused for, asked before any byte of the image moves.
 
     Runs in a worker thread with its own short read-only session. The answer is advice: the
@@ -100,15 +101,17 @@ def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, s
             raise _quota_refusal(who, task_id, daily, now)
         if tag is not None and _tag_taken(session, who, task_id, tag):
             raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
+        chosen = phases.admission(session, who, task_id, phase, now)
+        phase_info = phases.phase_json(chosen, now) if chosen else None
         session.commit()  # ends the read transaction; the rows stay loaded
     return {"task": task_id, "team": who.name, "max_upload": limit,
             "daily_limit": daily, "used_today": used,
             "remaining_today": None if not daily or who.organizer else daily - used,
-            "closes": aware(s.closes) if s.closes else None}
+            "closes": aware(s.closes) if s.closes else None, "phase": phase_info}
 
 
 def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_name: str, command: str | None,
-          tag: str | None) -> Submission:
+          tag: str | None, phase: str | None = None) -> Submission:
     """Store the submission, or refuse it, in one transaction serialised per team.
 
     The window, the daily limit and the tag are checked again here, inside the transaction
@@ -125,6 +128,7 @@ def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_n
         daily = s.daily_limit or service.config.daily_limit
         if daily and not who.organizer and _used_today(session, who, task_id, now) >= daily:
             raise _quota_refusal(who, task_id, daily, now)
+        chosen = phases.admission(session, who, task_id, phase, now)  # its window and limits, under the same lock
         if tag is None:
             n = int(session.scalar(select(func.count(Submission.id)).where(Submission.team_id == who.id)) or 0) + 1
             while _tag_taken(session, who, task_id, f"run{n}"):
@@ -133,7 +137,8 @@ def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_n
         elif _tag_taken(session, who, task_id, tag):
             raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
         sub = Submission(team_id=who.id, task_id=task_id, image_id=image_id, image_name=image_name, tag=tag,
-                         command=command, status="queued", attempts=0, notes=[], created=now)
+                         command=command, status="queued", attempts=0, notes=[], created=now,
+                         phase=chosen)
         session.add(sub)
         session.commit()
     service.executor.enqueue(sub.id)
@@ -206,6 +211,7 @@ def rerun(service: ServiceState, session: Session, sub: Submission) -> dict[str,
     if sub.status in pages.PENDING:
         raise HTTPException(409, f"submission {sub.id} is {sub.status} already")
     sub.status, sub.scores, sub.per_topic, sub.valid, sub.run_status = "queued", None, None, None, None
+    sub.job, sub.worker = None, None  # a new job for the workers, not the one they answered already
     sub.notes = [*(sub.notes or []), f"re-run by the organizer at {utcnow().replace(microsecond=0).isoformat()}"]
     session.commit()
     service.executor.enqueue(sub.id)
@@ -237,17 +243,23 @@ def set_published(service: ServiceState, session: Session, task_id: str, value: 
     return task_json(service, task_id, s)
 
 
-def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
-    """Report rows of a task's finished submissions; hidden runs, logs and server paths only in the
-    organizer's view; under ``--blind`` everyone else sees the allow-list only."""
+def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool,
+                  runs: list[Submission] | None = None) -> list[Any]:
+    """Report rows of a task's finished submissions (or of ``runs``, a phase's board:
+    :func:`sharedtask.service.selection.board_runs`); hidden runs, logs and server paths only in
+    the organizer's view; under ``--blind`` everyone else sees the allow-list only. Runs of a
+    phase are on the task's board for the organizer only: the public sees them on their
+    phase's board, under the phase's rules."""
     from pathlib import Path
 
     from sharedtask.service import visibility
 
     names = team_names(session)
-    subs = session.scalars(select(Submission).where(Submission.task_id == task_id,
-                                                     Submission.status.in_(("done", "failed")))
-                           .order_by(Submission.id))
+    subs = runs if runs is not None else [
+        s for s in session.scalars(select(Submission).where(Submission.task_id == task_id,
+                                                             Submission.status.in_(("done", "failed")))
+                                   .order_by(Submission.id))
+        if organizer_view or s.phase_id is None]
     seen_by = (visibility.ORGANIZER if organizer_view else visibility.BLIND if service.config.blind
                else visibility.PUBLIC)
     data_dir = Path(service.config.data_dir)

@@ -17,11 +17,11 @@ from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from sharedtask.service import actions
+from sharedtask.service import actions, phases
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
                                        may_see_board, task_of, team_names, visible)
 from sharedtask.service.limits import bounded_body
-from sharedtask.service.models import Submission, Team, aware
+from sharedtask.service.models import Submission, Team, aware, utcnow
 from sharedtask.service.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
@@ -111,17 +111,18 @@ def _upload_limit(service: ServiceState, task: Any) -> int:
 @router.get("/tasks/{task_id}/submissions/preflight", tags=["submissions"],
             summary="Would a submission be accepted now? Token, dates, quota, tag and size, before any upload")
 async def preflight(task_id: str, request: Request, service: State, tag: str | None = None,
-                    size: int | None = None) -> dict[str, Any]:
+                    size: int | None = None, phase: str | None = None) -> dict[str, Any]:
     task = task_of(service, task_id)
     who = await run_in_threadpool(authenticate, service, request)
-    return await run_in_threadpool(actions.preflight, service, who, task_id, tag, size, _upload_limit(service, task))
+    return await run_in_threadpool(actions.preflight, service, who, task_id, tag, size, _upload_limit(service, task),
+                                   phase)
 
 
 @router.post("/tasks/{task_id}/submissions", status_code=201, tags=["submissions"],
              summary="Submit an image: a `docker save` archive as the body (application/x-tar), or JSON naming "
                      "an image in a registry")
 async def submit(task_id: str, request: Request, service: State,
-                 command: str | None = None, tag: str | None = None) -> JSONResponse:
+                 command: str | None = None, tag: str | None = None, phase: str | None = None) -> JSONResponse:
     """Every database step runs in the thread pool in a short transaction of its own; none is
     open while the body streams or the image loads. Refusals come before the body is read."""
     task = task_of(service, task_id)
@@ -136,17 +137,19 @@ async def submit(task_id: str, request: Request, service: State,
             raise HTTPException(422, f"not a named image: {exc.errors()[0].get('msg', 'invalid JSON')}",
                                 headers=None) from None
         tag, command = named.tag or tag, named.command or command
-        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit)
+        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit, phase)
         image = await run_in_threadpool(actions.image_of_reference, service, named.image, limit)
         sha = None
     else:
-        await run_in_threadpool(actions.preflight, service, who, task_id, tag, _declared_size(request), limit)
+        await run_in_threadpool(actions.preflight, service, who, task_id, tag, _declared_size(request), limit,
+                                phase)
         raw, sha = await _spool_upload(request, service, limit)
         try:
             image = await run_in_threadpool(actions.image_of_archive, service, raw, sha, limit)
         finally:
             raw.unlink(missing_ok=True)
-    sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag)
+    sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag,
+                                  phase)
     body = actions.submission_json(sub, who.name, blind=actions.blind_for(service, who))
     if sha is not None:
         body["archive_sha256"] = sha
@@ -162,12 +165,13 @@ def list_submissions(who: Member, session: Db, service: State, task: str | None 
         query = query.where(Submission.task_id == task)
     names = team_names(session)
     blind = actions.blind_for(service, who)
-    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.scalars(query)]
+    shown = phases.for_team(session, session.scalars(query), who, utcnow())  # scores a phase keeps back
+    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in shown]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
 def get_submission(submission_id: int, who: Member, session: Db, service: State) -> dict[str, Any]:
-    sub = visible(session, who, submission_id)
+    (sub,) = phases.for_team(session, [visible(session, who, submission_id)], who, utcnow())
     return actions.submission_json(sub, team_names(session)[sub.team_id], blind=actions.blind_for(service, who))
 
 

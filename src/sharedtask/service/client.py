@@ -31,6 +31,10 @@ class ServiceError(SharedTaskError):
         self.status = status
 
 
+class Unreachable(SharedTaskError):
+    """No answer from the server (stopped, restarting, the network): a waiting client tries again."""
+
+
 @dataclass(frozen=True)
 class Server:
     url: str
@@ -77,21 +81,21 @@ class Server:
         try:
             conn = self._connection(timeout)
         except OSError as exc:
-            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
-                                  hint="is `sharedtask serve` running there?") from None
+            raise Unreachable(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                              hint="is `sharedtask serve` running there?") from None
         try:
             conn.request(method, path, body=data,
                          headers=self._headers({"Content-Type": "application/json"} if data is not None else None))
             return self._answer(conn)
-        except OSError as exc:
-            raise SharedTaskError(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
-                                  hint="is `sharedtask serve` running there?") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise Unreachable(f"cannot reach the server at {self.url} ({exc.__class__.__name__}: {exc})",
+                              hint="is `sharedtask serve` running there?") from None
         finally:
             conn.close()
 
-    def preflight(self, task: str, tag: str | None, size: int | None) -> Any:
-        """Would the server accept a submission now (token, dates, quota, tag, size)? Raises why not."""
-        query = {k: str(v) for k, v in (("tag", tag), ("size", size)) if v}
+    def preflight(self, task: str, tag: str | None, size: int | None, phase: str | None = None) -> Any:
+        """Would the server accept a submission now (token, dates, quota, tag, size, phase)? Raises why not."""
+        query = {k: str(v) for k, v in (("tag", tag), ("size", size), ("phase", phase)) if v}
         return self.request("GET", f"/api/tasks/{quote(task, safe='')}/submissions/preflight"
                                    + (f"?{urlencode(query)}" if query else ""))
 
@@ -146,6 +150,6 @@ def save_image(image: str, target: Path, progress: Progress | None = None) -> tu
     return size, sha.hexdigest()
 
 
-def submission_path(task: str, command: str | None, tag: str | None) -> str:
-    query = {k: v for k, v in (("command", command), ("tag", tag)) if v}
+def submission_path(task: str, command: str | None, tag: str | None, phase: str | None = None) -> str:
+    query = {k: v for k, v in (("command", command), ("tag", tag), ("phase", phase)) if v}
     return f"/api/tasks/{quote(task, safe='')}/submissions" + (f"?{urlencode(query)}" if query else "")

@@ -87,9 +87,18 @@ def migrate(engine: Engine) -> None:
 
     config = Config()
     config.set_main_option("script_location", str(files("sharedtask.service").joinpath("migrations")))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    from alembic.util.exc import CommandError
+
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except CommandError as exc:  # a revision this version does not know: a newer sharedtask made it
+        where = engine.url.render_as_string(hide_password=True)
+        raise SharedTaskError(f"the service database {where} has a schema this sharedtask does not know "
+                              f"({str(exc).splitlines()[0]})",
+                              hint="it was made by a newer sharedtask: upgrade sharedtask, or use another --db"
+                              ) from None
 
 
 def sessions(engine: Engine) -> sessionmaker[Session]:

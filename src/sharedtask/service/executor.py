@@ -1,4 +1,5 @@
-"""Running submissions: a small local pool by default, the hook for compute workers later.
+"""Running submissions: a small local pool by default, compute workers with ``serve --broker``
+(:mod:`sharedtask.service.dispatch`).
 
 A submission is *claimed* by one atomic ``UPDATE ... WHERE status = 'queued'`` that
 also counts the attempt; its result is stored only ``WHERE attempts = <this claim>``.
@@ -21,15 +22,19 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.service import phases
 from sharedtask.service.models import Submission, utcnow
 
 log = logging.getLogger("sharedtask.service")
 
 RESUMED_NOTE = "the server stopped during this run; it was run again after the restart"
+#: ``serve --broker``: the run went on on its compute worker while the server was away
+BROKER_RESUMED_NOTE = "the server stopped during this run; it waited for the same run on the compute workers"
 
 
 class Executor(Protocol):
-    """Where submissions run. The local pool below; compute workers (a broker) plug in here."""
+    """Where submissions run: the local pool below, or the compute workers of a broker
+    (:class:`sharedtask.service.dispatch.BrokerExecutor`)."""
 
     def enqueue(self, submission_id: int) -> None: ...
 
@@ -43,17 +48,32 @@ class RunSettings:
     manifest: Path | None = None
 
 
-def claim(sessions: sessionmaker[Session], submission_id: int) -> int | None:
-    """Mark a queued submission running; the attempt number, or None when another claim won."""
+def claim(sessions: sessionmaker[Session], submission_id: int, worker: str | None = None) -> int | None:
+    """Mark a queued submission running; the attempt number, or None when another claim won.
+
+    ``worker``: where it runs, when that is known at once (the local pool); a compute worker's
+    name is stored when the worker reports it (:func:`set_worker`).
+    """
     with sessions.begin() as session:
         done = session.execute(
             update(Submission)
             .where(Submission.id == submission_id, Submission.status == "queued")
-            .values(status="running", attempts=Submission.attempts + 1, started=utcnow())
+            .values(status="running", attempts=Submission.attempts + 1, started=utcnow(), worker=worker)
         )
         if done.rowcount != 1:
             return None
         return session.scalar(select(Submission.attempts).where(Submission.id == submission_id))
+
+
+def set_worker(sessions: sessionmaker[Session], submission_id: int, attempt: int, worker: str) -> bool:
+    """The compute worker that took the current claim's job (a killed worker's successor replaces it)."""
+    with sessions.begin() as session:
+        done = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id, Submission.attempts == attempt, Submission.status == "running")
+            .values(worker=worker[:200])
+        )
+        return done.rowcount == 1
 
 
 def _finish(sessions: sessionmaker[Session], submission_id: int, attempt: int, **values: object) -> bool:
@@ -87,7 +107,7 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
     from sharedtask.pipeline import run_one
     from sharedtask.spec import load_task
 
-    attempt = claim(sessions, submission_id)
+    attempt = claim(sessions, submission_id, "server")
     if attempt is None:
         return
     with sessions() as session:
@@ -95,28 +115,41 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
         assert sub is not None
         task_id, tag, docker_image, command = sub.task_id, sub.tag, sub.image_name, sub.command
         notes = list(sub.notes or [])
+        dataset_name = phases.dataset_name(session, sub, settings.dataset)
     out_dir = settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}"
     try:
         task = load_task(task_id)
-        dataset = load_manifest(settings.manifest).dataset(task, settings.dataset)
+        dataset = load_manifest(settings.manifest).dataset(task, dataset_name)
         software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
         run_dir = out_dir / task_id / tag
         entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
                            on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
                                                                            validated))
-    except SharedTaskError as exc:
+    except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
+        fail(sessions, submission_id, attempt, notes, exc)
+        return
+    store_entry(sessions, submission_id, attempt, entry, run_dir, notes)
+
+
+def fail(sessions: sessionmaker[Session], submission_id: int, attempt: int, notes: list[str],
+         exc: Exception) -> None:
+    """The claim ends ``failed``: a user-facing error's own words, else an internal error (logged)."""
+    if isinstance(exc, SharedTaskError):
         _finish(sessions, submission_id, attempt, status="failed", run_status="error", notes=[*notes, str(exc)])
         return
-    except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
-        log.exception("submission %s", submission_id)
-        _finish(sessions, submission_id, attempt, status="failed", run_status="error",
-                notes=[*notes, f"internal error ({exc.__class__.__name__}); the organizer can re-run it"])
-        return
-    _finish(sessions, submission_id, attempt,
-            status="done" if entry.status == "success" else "failed",
-            run_status=entry.status, valid=entry.valid, record=entry.record,
-            run_dir=str(run_dir), scores=entry.scores or None,
-            per_topic=entry.per_topic or None, notes=[*notes, *entry.notes])
+    log.error("submission %s", submission_id, exc_info=exc)
+    _finish(sessions, submission_id, attempt, status="failed", run_status="error",
+            notes=[*notes, f"internal error ({exc.__class__.__name__}); the organizer can re-run it"])
+
+
+def store_entry(sessions: sessionmaker[Session], submission_id: int, attempt: int, entry: Any, run_dir: Path,
+                notes: list[str]) -> bool:
+    """The pipeline's row of a finished run (:func:`sharedtask.pipeline.entry_for`), for the current claim."""
+    return _finish(sessions, submission_id, attempt,
+                   status="done" if entry.status == "success" else "failed",
+                   run_status=entry.status, valid=entry.valid, record=entry.record,
+                   run_dir=str(run_dir), scores=entry.scores or None,
+                   per_topic=entry.per_topic or None, notes=[*notes, *entry.notes])
 
 
 class LocalExecutor:
@@ -153,11 +186,16 @@ class LocalExecutor:
 
 
 def resume(sessions: sessionmaker[Session], executor: Executor) -> list[int]:
-    """After a start: runs cut off by a stop are queued again (with a note), every queued one is enqueued."""
+    """After a start: runs cut off by a stop are queued again (with a note), every queued one is enqueued.
+
+    With compute workers a run cut off on the server's side goes on on its worker: the
+    executor's own ``resumed_note`` says so, and it waits for the job it sent before.
+    """
+    note = getattr(executor, "resumed_note", RESUMED_NOTE)
     with sessions.begin() as session:
         for sub in session.scalars(select(Submission).where(Submission.status == "running")):
             sub.status = "queued"
-            sub.notes = [*(sub.notes or []), RESUMED_NOTE]
+            sub.notes = [*(sub.notes or []), note]
         queued = list(session.scalars(select(Submission.id).where(Submission.status == "queued")
                                       .order_by(Submission.id)))
     for submission_id in queued:
@@ -166,9 +204,12 @@ def resume(sessions: sessionmaker[Session], executor: Executor) -> list[int]:
 
 
 def make_executor(broker: str | None, sessions: sessionmaker[Session], settings: RunSettings,
-                  workers: int) -> Executor:
-    """The local pool; a broker URL names the compute workers, which this version does not have yet."""
+                  workers: int, image_source: Any = None, queue: str | None = None) -> Executor:
+    """The local pool, or with a broker URL the compute workers (``sharedtask worker``) behind it;
+    ``workers`` is then the number of finished runs landed and scored at the same time."""
     if broker:
-        raise SharedTaskError(f"--broker {broker}: compute workers are not available in this version yet",
-                              hint="leave out --broker to run submissions in the server's local pool")
+        from sharedtask.service.dispatch import BrokerExecutor
+
+        return BrokerExecutor(broker, sessions, settings, scorers=workers, image_source=image_source,
+                              queue_name=queue)
     return LocalExecutor(sessions, settings, workers)

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> dt.datetime:
@@ -89,6 +89,22 @@ class Submission(Base):
     per_topic: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     notes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     hidden_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: the compute worker that runs (ran) it: ``serve --broker``'s worker name, "server" for the local pool
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: ``serve --broker``: the job sent to the workers (its JSON), kept so that a restarted server
+    #: waits for the same job instead of sending another; cleared by a re-run
+    job: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: the phase it was submitted to (None: a task without phases, or a database from before phases)
+    phase_id: Mapped[int | None] = mapped_column(ForeignKey("phases.id"), nullable=True, index=True)
+    #: the team marked it as one of its final runs of its phase (:mod:`sharedtask.service.selection`)
+    selected: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: loaded with the row (a LEFT JOIN on a small table), so a submission read in a session that
+    #: has ended still names its phase
+    phase: Mapped["Phase | None"] = relationship(lazy="joined")
+
+    @property
+    def phase_name(self) -> str | None:
+        return self.phase.name if self.phase is not None else None
 
 
 class TaskSettings(Base):
@@ -102,3 +118,43 @@ class TaskSettings(Base):
     closes: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     daily_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
     published: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Phase(Base):
+    """A stage of a task (a development phase on public data, a blind test phase on hidden data):
+    its own dataset, dates and limits, and what teams see of it (:mod:`sharedtask.service.phases`)."""
+
+    __tablename__ = "phases"
+    __table_args__ = (UniqueConstraint("task_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(100), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    #: a dataset of tira.yml (``datasets:``) the phase's submissions run on
+    dataset: Mapped[str] = mapped_column(String(100))
+    opens: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    closes: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    daily_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    total_limit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: teams see their scores while the phase runs (False: only once it has closed)
+    scores_visible: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: the phase's leaderboard is public (once its scores may be seen)
+    leaderboard_public: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: how many runs a team may mark as final (None: no selection, the best run counts)
+    max_selected: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SignIn(Base):
+    """A browser's sign-in: the cookie holds a random id (stored as its sha256), never the token.
+
+    It expires (``expires``), the team can end it (sign out), and it ends with the token it was
+    made from: revoking a member's token signs that member out everywhere.
+    """
+
+    __tablename__ = "sign_ins"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("tokens.id"), index=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires: Mapped[dt.datetime] = mapped_column(DateTime)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)

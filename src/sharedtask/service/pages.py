@@ -78,14 +78,35 @@ def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = Non
     return render_html([TaskSection(task=task, runs=entries, board=board)], title=title)
 
 
+#: the site's navigation, on every page (the report pages get it by :func:`with_nav`)
+NAV = ('<nav class="site" aria-label="site" style="padding:.5em 2em"><a href="/">tasks</a> · '
+       '<a href="/team">my submissions</a> · <a href="/organizer">organizer</a> · '
+       '<a href="/openapi.json">API (OpenAPI)</a></nav>')
+
+
+def with_nav(page: str, banner: str = "") -> str:
+    """A report page (rendered by sharedtask.report) with the site's navigation, and ``banner``
+    (HTML, escaped by the caller) at the top of its content."""
+    return page.replace("<body>", f"<body>{NAV}{banner}", 1)
+
+
+def failure_banner(entry: RunEntry, sub: Submission) -> str:
+    """A failed run's reason at the top of its page: the last note this viewer may see (blind
+    mode: the service's fixed notes only), else the run's status word."""
+    if sub.status != "failed":
+        return ""
+    reason = entry.notes[-1] if entry.notes else f"the run ended with status {entry.status}"
+    return f'<p class="failure" role="alert"><strong>This run failed:</strong> {e(reason)}</p>'
+
+
 def _page(title: str, body: str, *, refresh: bool = False, who: str | None = None) -> str:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
-    nav = ('<nav class="toc"><a href="/">tasks</a><a href="/team">my submissions</a>'
-           '<a href="/organizer">organizer</a><a href="/openapi.json">API (OpenAPI)</a></nav>')
-    signed = f'<p class="meta">signed in as {e(who)}</p>' if who else ""
+    signed = (f'<p class="meta">signed in as {e(who)} <form method="post" action="/logout" style="display:inline">'
+              '<button>sign out</button></form></p>') if who else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"{meta}<title>{e(title)}</title><style>{_css()}</style></head><body>"
-            f'<header class="page"><h1>{e(title)}</h1>{signed}{nav}</header><main>{body}</main></body></html>\n')
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"{meta}<title>{e(title)} · sharedtask</title><style>{_css()}</style></head><body>{NAV}"
+            f'<header class="page"><h1>{e(title)}</h1>{signed}</header><main>{body}</main></body></html>\n')
 
 
 def _local(value: dt.datetime | None) -> str:
@@ -105,14 +126,16 @@ def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.d
         if s and s.opens and now < s.opens:
             state = f"opens {_when(s.opens)}"
         elif s and s.closes and now >= s.closes:
-            state = "closed"
+            state = f"closed {_when(s.closes)} UTC"
+        elif s and s.closes:
+            state = f"open until {_when(s.closes)} UTC"
         board = (f'<a href="/tasks/{e(task.id)}/leaderboard">leaderboard</a>' if s and s.published
                  else '<span class="empty">not published</span>')
         rows.append(f'<tr class="task-row" data-task="{e(task.id)}"><td><code>{e(task.id)}</code></td>'
-                    f"<td>{e(task.title)}</td><td>{state}</td><td>{board}</td></tr>")
+                    f'<td><a href="/tasks/{e(task.id)}">{e(task.title)}</a></td><td>{state}</td><td>{board}</td></tr>')
     table = ("<table><thead><tr><th>task</th><th>title</th><th>submissions</th><th>leaderboard</th></tr></thead>"
              f"<tbody>{''.join(rows)}</tbody></table>")
-    return _page("sharedtask: tasks", f'<section class="task">{table}</section>')
+    return _page("tasks", f'<section class="task">{table}</section>')
 
 
 def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool,
@@ -129,20 +152,41 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
         score = fmt_score((scores or {}).get(key)) if scores else "—"
         verdict = "valid" if valid else "invalid" if valid is False else "—"
         hidden = f'<br><span class="badge warning">hidden: {e(sub.hidden_reason)}</span>' if sub.hidden_reason else ""
-        actions = ""
+        actions = "" if organizer else f"<td>{_final(sub)}</td>"
         if organizer:
             actions = (f'<td><form method="post" action="/organizer/submissions/{sub.id}/rerun">'
                        '<button>re-run</button></form>'
                        f'<form method="post" action="/organizer/submissions/{sub.id}/hide">'
-                       '<input name="reason" placeholder="reason" required><button>hide</button></form></td>')
+                       f'<input name="reason" placeholder="reason" aria-label="reason to hide run {sub.id}" required>'
+                       '<button>hide</button></form></td>')
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
-                   f"<td><code>{e(sub.task_id)}</code></td><td>{e(sub.tag)}</td>"
+                   f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(sub.tag)}</td>"
                    f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
-                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>{actions}</tr>")
+                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
+                   f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')
     head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
-            "<th>primary score</th><th>submitted</th>" + ("<th>actions</th>" if organizer else "") + "</tr>")
+            "<th>primary score</th><th>submitted</th><th>worker</th>"
+            + ("<th>actions</th>" if organizer else "<th>final run</th>") + "</tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(out)}</tbody></table>"
+
+
+def _phase(sub: Submission) -> str:
+    return f' <span class="meta">phase {e(sub.phase_name)}</span>' if sub.phase_name else ""
+
+
+def _final(sub: Submission) -> str:
+    """The team's select / unselect button for a run of a phase that ranks selected runs."""
+    phase = sub.phase
+    if phase is None or phase.max_selected is None:
+        return "—"
+    if sub.selected:
+        return (f'selected <form method="post" action="/submissions/{sub.id}/unselect">'
+                f'<button aria-label="unselect run {sub.id}">unselect</button></form>')
+    if sub.status != "done" or sub.valid is False:
+        return "—"
+    return (f'<form method="post" action="/submissions/{sub.id}/select">'
+            f'<button aria-label="select run {sub.id} as final">select</button></form>')
 
 
 def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str], *,
@@ -169,9 +213,12 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
                          f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/{action}">'
                          f"<button>{action}</button></form></td>"
                          f'<td><form method="post" action="/organizer/tasks/{e(task.id)}/settings">'
-                         f'opens <input type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
-                         f'closes <input type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
-                         f'per day <input type="number" min="1" name="daily_limit" style="width:5em" '
+                         f'<label for="{e(task.id)}-s-opens">opens</label> <input id="{e(task.id)}-s-opens" '
+                         f'type="datetime-local" name="opens" value="{_local(s.opens if s else None)}"> '
+                         f'<label for="{e(task.id)}-s-closes">closes</label> <input id="{e(task.id)}-s-closes" '
+                         f'type="datetime-local" name="closes" value="{_local(s.closes if s else None)}"> '
+                         f'<label for="{e(task.id)}-s-daily">per day</label> <input id="{e(task.id)}-s-daily" '
+                         f'type="number" min="1" name="daily_limit" style="width:5em" '
                          f'value="{e(s.daily_limit) if s and s.daily_limit else ""}"> <button>save (UTC)</button>'
                          "</form></td>"
                          f'<td><a href="/api/tasks/{e(task.id)}/archive">runs + records (.tar.gz)</a></td></tr>')
@@ -180,7 +227,7 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
                   f"<tbody>{''.join(task_rows)}</tbody></table>")
     teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
                   + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
-                  "required><button>create team</button></form>")
+                  'aria-label="name of a new team" required><button>create team</button></form>')
     subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True) if subs else
                                           '<p class="empty">No submissions yet.</p>')
     return _page("organizer overview", f'<section class="task">{tasks_html}{teams_html}{subs_html}</section>',
@@ -188,6 +235,7 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
 
 
 def message_page(title: str, text: str, *, login: bool = False) -> str:
-    form = ('<form method="post" action="/login"><input name="token" type="password" placeholder="token" required>'
+    form = ('<form method="post" action="/login"><input name="token" type="password" placeholder="token" '
+            'aria-label="your token" required>'
             "<button>sign in</button></form>") if login else ""
     return _page(title, f'<section class="task"><p>{e(text)}</p>{form}</section>')

@@ -15,11 +15,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages, visibility
+from sharedtask.service import actions, pages, phases, signin, site, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
 from sharedtask.service.models import Submission, Team, utcnow
-from sharedtask.service.tokens import create_team, team_of
+from sharedtask.service.tokens import create_team
 
 router = APIRouter(include_in_schema=False)
 
@@ -41,7 +41,7 @@ def listing(session: Session, who: Team) -> list[tuple[Submission, str]]:
     query = select(Submission).order_by(Submission.id.desc())
     if not who.organizer:
         query = query.where(Submission.team_id == who.id)
-    return [(s, names[s.team_id]) for s in session.scalars(query)]
+    return [(s, names[s.team_id]) for s in phases.for_team(session, session.scalars(query), who, utcnow())]
 
 
 def tasks(service: Any) -> list[Any]:
@@ -56,20 +56,34 @@ def index(session: Db, service: State) -> HTMLResponse:
 
 
 def login_response(token: str, session: Session, next_page: str = "") -> HTMLResponse | RedirectResponse:
-    found = team_of(session, token)
-    if found is None:
+    made = signin.sign_in(session, token)
+    if made is None:
         return html(pages.message_page("sign in", "That token is not valid.", login=True), 401)
+    found, cookie = made
+    session.commit()
     # only a path on this server: "//host" or "https://..." would send the team elsewhere
     local = next_page.startswith("/") and not next_page.startswith("//") and "\\" not in next_page
     response = RedirectResponse(next_page if local else "/organizer" if found.organizer else "/team",
                                 status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+    # the cookie holds a sign-in that expires and can be ended, never the token (service/signin.py)
+    response.set_cookie(COOKIE, cookie, max_age=int(signin.LIFETIME.total_seconds()), httponly=True,
+                        samesite="strict")
     return response
 
 
 @router.get("/login")
 def login_link(session: Db, token: str = "", next: str = "") -> Any:  # noqa: A002 - the query's name
     return login_response(token, session, next)
+
+
+@router.post("/logout")
+def logout(request: Request, session: Db) -> RedirectResponse:
+    """End this browser's sign-in (the token itself stays valid)."""
+    signin.sign_out(session, request.cookies.get(COOKIE))
+    session.commit()
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
 
 
 @router.post("/login")
@@ -95,11 +109,12 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
-    sub = visible(session, who, submission_id)
+    (sub,) = phases.for_team(session, [visible(session, who, submission_id)], who, utcnow())
     seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if actions.blind_for(service, who)
                else visibility.TEAM)
     entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
+    text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), pages.failure_banner(entry, sub))
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
     return html(text)
@@ -114,7 +129,7 @@ def leaderboard_page(task_id: str, request: Request, session: Db, service: State
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
     entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
     title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
-    return html(pages.report_page(task, entries, title))
+    return html(pages.with_nav(pages.report_page(task, entries, title)))
 
 
 @router.get("/organizer", response_class=HTMLResponse)
@@ -125,8 +140,9 @@ def organizer_page(request: Request, session: Db, service: State) -> HTMLRespons
     if not who.organizer:
         return html(pages.message_page("organizer only", "Only the organizer may see this page."), 403)
     teams = list(session.scalars(select(Team).order_by(Team.id)))
-    return html(pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
-                                     all_settings(session), teams))
+    text = pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
+                                all_settings(session), teams)
+    return html(text.replace("</main>", site.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
 
 
 async def organizer_form(request: Request, session: Session) -> tuple[Team, dict[str, list[str]]]:

@@ -34,7 +34,7 @@ from typing import Any, Iterable
 
 from sharedtask.finding_codes import CATALOGUE
 from sharedtask.findings import Finding, Severity
-from sharedtask.service.executor import RESUMED_NOTE
+from sharedtask.service.executor import BROKER_RESUMED_NOTE, RESUMED_NOTE
 from sharedtask.service.models import Submission, aware
 
 ORGANIZER, TEAM, PUBLIC, BLIND = "organizer", "team", "public", "blind"
@@ -60,6 +60,10 @@ BLIND_FIELDS: dict[str, str] = {
     "hidden": "the organizer's reason for hiding the run",
     "notes": "only the notes the service writes in fixed words: \"re-run by the organizer at …\" and "
              "\"the server stopped during this run; …\"",
+    "worker": "the name of the compute worker the run is on (`sharedtask worker --name`, the organizer's "
+              "choice), `server` for the server's own pool; nothing the run wrote",
+    "phase": "the name of the phase it was submitted to (the organizer's), or null",
+    "selected": "whether the team marked it as one of its final runs (the team's own choice)",
 }
 
 #: The sandbox's statuses (sharedtask.sandbox.runner) and the pipeline's "error".
@@ -98,6 +102,9 @@ def blind_view(sub: Submission, team: str) -> dict[str, Any]:
         "scores": declared_scores(sub.task_id, sub.scores),
         "hidden": sub.hidden_reason,
         "notes": service_notes(sub.notes),
+        "worker": sub.worker,
+        "phase": sub.phase_name,
+        "selected": bool(sub.selected),
     }
     assert view.keys() == BLIND_FIELDS.keys()
     return view
@@ -162,7 +169,8 @@ def declared_scores(task_id: str, scores: dict[str, Any] | None) -> dict[str, fl
 
 def service_notes(notes: Iterable[Any] | None) -> list[str]:
     """The notes the service writes in fixed words; every other note (the pipeline's, the evaluator's) is dropped."""
-    return [n for n in notes or [] if isinstance(n, str) and (n == RESUMED_NOTE or RERUN_NOTE.fullmatch(n))]
+    fixed = (RESUMED_NOTE, BROKER_RESUMED_NOTE)
+    return [n for n in notes or [] if isinstance(n, str) and (n in fixed or RERUN_NOTE.fullmatch(n))]
 
 
 def blind_findings(sub: Submission) -> list[Finding]:

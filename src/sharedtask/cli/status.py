@@ -1,0 +1,58 @@
+"""``sharedtask status``: look a submission up later (after a closed terminal, a server restart).
+
+Exit code: 0 done and valid (or still pending without ``--wait``), 1 failed or invalid,
+2 the server refused (unknown id, another team's submission, bad token) or cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from sharedtask.errors import SharedTaskError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "status",
+        help="a submission's status, validity and scores (with --wait: until it ends)",
+        description="Ask the service at SERVER about submission ID (as `sharedtask submit --wait` does); with "
+                    "--wait, poll until it is done or failed, waiting out a server that restarts meanwhile.",
+    )
+    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
+    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
+                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+    parser.add_argument("id", type=int, metavar="ID", help="the submission's number (submit prints it)")
+    parser.add_argument("--wait", action="store_true", help="wait until the run ends")
+    parser.add_argument("--json", action="store_true", help="print the submission as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sharedtask.cli.submit import _print_result, _wait, console
+    from sharedtask.service.client import Server
+    from sharedtask.untrusted import markup_safe
+
+    if not args.token:
+        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
+    server = Server(args.server.rstrip("/"), args.token)
+    sub = (_wait(server, args.id, quiet=args.json) if args.wait
+           else server.request("GET", f"/api/submissions/{args.id}"))
+    if args.json:
+        print(json.dumps(sub, indent=2, default=str))
+    else:
+        where = f", phase {sub['phase']}" if sub.get("phase") else ""
+        worker = f" on {sub['worker']}" if sub.get("worker") else ""
+        console.print(markup_safe(f"#{sub['id']} {sub.get('team')}/{sub.get('tag')} ({sub.get('task')}{where}): "
+                                  f"{sub['status']}{worker}", None))
+        if sub["status"] == "queued":
+            line = server.request("GET", "/api/queue")
+            place = next((p["position"] for p in line["positions"] if p["id"] == sub["id"]), None)
+            if place is not None:
+                console.print(f"  place in the line: {place} of {line['queued']} ({line['running']} running)")
+        if sub["status"] in ("done", "failed"):
+            _print_result(sub)
+    if sub["status"] in ("queued", "running"):
+        return 0
+    return 0 if sub["status"] == "done" and sub.get("valid") is not False else 1

@@ -1,0 +1,133 @@
+"""The API of phases (``/api/tasks/{id}/phases``): the calendar for everyone, changes for the organizer;
+a team's final runs (select / unselect) and each phase's leaderboard (JSON, CSV).
+
+No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
+"""
+
+import datetime as dt
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
+
+from sharedtask.service import actions, pages, phases, selection
+from sharedtask.service.access import Db, Member, Organizer, State, naive_utc, task_of, team_names, viewer
+from sharedtask.service.models import aware, utcnow
+from sharedtask.service.tokens import ORGANIZER
+
+router = APIRouter(prefix="/api")
+
+
+class PhaseIn(BaseModel):
+    dataset: str = Field(min_length=1, max_length=100,
+                         description="a dataset of tira.yml (datasets:) that the phase's submissions run on")
+    opens: dt.datetime | None = Field(default=None, description="ISO 8601 with a zone; none: open already")
+    closes: dt.datetime | None = Field(default=None, description="ISO 8601 with a zone; none: never closes")
+    daily_limit: int | None = Field(default=None, ge=1, description="submissions per team and UTC day")
+    total_limit: int | None = Field(default=None, ge=1, description="submissions per team in the whole phase")
+    scores_visible: bool = Field(default=True, description="false: teams see their scores only once it closed")
+    leaderboard_public: bool = Field(default=False, description="the phase's leaderboard is public")
+    max_selected: int | None = Field(default=None, ge=1,
+                                     description="runs a team may mark as final; none: each team's best run counts")
+
+
+def manifest_of(service: Any) -> Any:
+    from sharedtask.manifest import load_manifest
+
+    return load_manifest(service.config.manifest)
+
+
+@router.get("/tasks/{task_id}/phases", tags=["tasks"], summary="The task's phases in calendar order (UTC)")
+def list_phases(task_id: str, session: Db, service: State) -> list[dict[str, Any]]:
+    task_of(service, task_id)
+    now = utcnow()
+    return [phases.phase_json(p, now) for p in phases.phases_of(session, task_id)]
+
+
+@router.put("/tasks/{task_id}/phases/{name}", tags=["organizer"],
+            summary="Make or change a phase: its dataset, dates, limits and what teams see")
+def put_phase(task_id: str, name: str, body: PhaseIn, _org: Organizer, session: Db,
+              service: State) -> dict[str, Any]:
+    task = task_of(service, task_id)
+    values = body.model_dump()
+    values["opens"], values["closes"] = naive_utc(body.opens), naive_utc(body.closes)
+    phase = phases.put_phase(session, task, name, values, manifest_of(service))
+    return phases.phase_json(phase, utcnow())
+
+
+@router.post("/submissions/{submission_id}/select", tags=["submissions"],
+             summary="Mark a run as one of your final runs of its phase (up to the phase's max_selected)")
+def select_run(submission_id: int, who: Member, session: Db, service: State) -> dict[str, Any]:
+    return _selected(service, session, who, submission_id, True)
+
+
+@router.post("/submissions/{submission_id}/unselect", tags=["submissions"], summary="Unmark a final run")
+def unselect_run(submission_id: int, who: Member, session: Db, service: State) -> dict[str, Any]:
+    return _selected(service, session, who, submission_id, False)
+
+
+def _selected(service: Any, session: Any, who: Any, submission_id: int, value: bool) -> dict[str, Any]:
+    sub = selection.set_selected(session, who, submission_id, value)
+    (shown,) = phases.for_team(session, [sub], who, utcnow())
+    return actions.submission_json(shown, team_names(session)[sub.team_id], blind=actions.blind_for(service, who))
+
+
+def phase_board(task_id: str, name: str, request: Request, session: Any, service: Any) -> tuple[Any, Any, list]:
+    """(task, phase, ranked rows) of a phase's leaderboard as the asker may see it; 404 when not public."""
+    from sharedtask.report.model import TaskSection, leaderboard
+
+    task = task_of(service, task_id)
+    phase = phases.named(session, task_id, name)
+    who = viewer(request, session)
+    organizer_view = bool(who is not None and who.organizer)
+    if not selection.may_see(phase, organizer_view, utcnow()):
+        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
+    runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
+    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view, runs=runs)
+    names = team_names(session)
+    by_name = {pages.run_name(names[s.team_id], s): s for s in runs}
+    rows = [(rank, entry, by_name[entry.name]) for rank, entry in leaderboard(TaskSection(task, entries))]
+    return task, phase, rows
+
+
+def board_json(task: Any, phase: Any, rows: list, names: dict[int, str]) -> dict[str, Any]:
+    return {"task": task.id, "phase": phase.name, "primary": task.primary_measure.key,
+            "rule": "selected runs (else the latest valid run)" if phase.max_selected else "each team's best run",
+            "runs": [{"rank": rank, "team": names[sub.team_id], "run": entry.name, "tag": sub.tag,
+                      "submitted": aware(sub.created), "selected": bool(sub.selected), "status": entry.verdict,
+                      # the organizer's own runs (its baselines, submitted with its token) are marked
+                      "baseline": names[sub.team_id] == ORGANIZER,
+                      "scores": entry.scores} for rank, entry, sub in rows]}
+
+
+@router.get("/tasks/{task_id}/phases/{name}/leaderboard", tags=["tasks"],
+            summary="A phase's leaderboard (public when the phase says so; ?format=csv for a spreadsheet)")
+def phase_leaderboard(task_id: str, name: str, request: Request, session: Db, service: State,
+                      format: str = "json") -> Any:  # noqa: A002 - the query's name
+    task, phase, rows = phase_board(task_id, name, request, session, service)
+    body = board_json(task, phase, rows, team_names(session))
+    if format == "csv":
+        return PlainTextResponse(board_csv(task, body), media_type="text/csv; charset=utf-8",
+                                 headers={"Content-Disposition": f'attachment; filename="{task_id}-{name}.csv"'})
+    if format != "json":
+        raise HTTPException(422, f"format {format[:20]!r}: use json or csv")
+    return body
+
+
+def board_csv(task: Any, body: dict[str, Any]) -> str:
+    """One row per run: rank, team, run, submitted, selected, baseline, status, then every declared measure."""
+    import csv
+    import io
+
+    keys = [m.key for m in task.measures]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["rank", "team", "run", "submitted", "selected", "baseline", "status", *keys])
+    for row in body["runs"]:
+        # a team's text starting with = + - @ is data, not a formula (OWASP "CSV injection")
+        safe = [("'" + v if isinstance(v, str) and v[:1] in "=+-@" else v)
+                for v in (row["team"], row["run"])]
+        writer.writerow([row["rank"] or "", *safe, row["submitted"], row["selected"], row["baseline"], row["status"],
+                         *(row["scores"].get(k, "") for k in keys)])
+    return out.getvalue()
