@@ -177,7 +177,8 @@ def visible(session: Session, who: Team, submission_id: int) -> Submission:
 
 
 def team_names(session: Session) -> dict[int, str]:
-    return {t.id: t.name for t in session.scalars(select(Team))}
+    # two columns, not ORM objects: this runs on every list and leaderboard request
+    return {team_id: name for team_id, name in session.execute(select(Team.id, Team.name))}
 
 
 def primary_measures(service: ServiceState) -> dict[str, str]:

@@ -155,14 +155,16 @@ async def submit(task_id: str, request: Request, service: State,
 
 @router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)")
 def list_submissions(who: Member, session: Db, service: State, task: str | None = None) -> list[dict[str, Any]]:
-    query = select(Submission).order_by(Submission.id)
+    # rows of the table, not ORM objects (they have the same attribute names): a team's list
+    # is read on every poll of `submit --wait` and of the team page
+    query = select(Submission.__table__).order_by(Submission.id)
     if not who.organizer:
         query = query.where(Submission.team_id == who.id)
     if task:
         query = query.where(Submission.task_id == task)
-    names = team_names(session)
+    names = team_names(session) if who.organizer else {who.id: who.name}
     blind = actions.blind_for(service, who)
-    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.scalars(query)]
+    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.execute(query)]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
@@ -233,7 +235,7 @@ def leaderboard_json(task_id: str, request: Request, session: Db, service: State
 
     task = task_of(service, task_id)
     organizer_view = may_see_board(request, session, task_id)
-    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
+    entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
             for rank, entry in leaderboard(TaskSection(task, entries))]
     return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}
