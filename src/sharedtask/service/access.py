@@ -74,8 +74,14 @@ def db(request: Request) -> Iterator[Session]:
         yield session
 
 
+async def _state(request: Request) -> ServiceState:
+    """:func:`state` as a dependency: async because FastAPI runs a sync dependency in its thread
+    pool, a round trip (and a wait for the GIL) per request for a mere attribute read."""
+    return state(request)
+
+
 Db = Annotated[Session, Depends(db)]
-State = Annotated[ServiceState, Depends(state)]
+State = Annotated[ServiceState, Depends(_state)]
 
 
 def token_of(request: Request) -> str | None:

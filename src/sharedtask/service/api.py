@@ -19,7 +19,7 @@ from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
-                                       may_see_board, task_of, team_names, visible)
+                                       may_see_board, member, task_of, team_names, visible)
 from sharedtask.service.limits import bounded_body
 from sharedtask.service.models import Submission, Team, aware
 from sharedtask.service.tokens import create_team
@@ -153,18 +153,30 @@ async def submit(task_id: str, request: Request, service: State,
     return JSONResponse(body, status_code=201)
 
 
-@router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)")
-def list_submissions(who: Member, session: Db, service: State, task: str | None = None) -> list[dict[str, Any]]:
-    # rows of the table, not ORM objects (they have the same attribute names): a team's list
-    # is read on every poll of `submit --wait` and of the team page
-    query = select(Submission.__table__).order_by(Submission.id)
-    if not who.organizer:
-        query = query.where(Submission.team_id == who.id)
-    if task:
-        query = query.where(Submission.task_id == task)
-    names = team_names(session) if who.organizer else {who.id: who.name}
-    blind = actions.blind_for(service, who)
-    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.execute(query)]
+@router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)",
+            response_model=list[dict[str, Any]])
+async def list_submissions(request: Request, service: State, task: str | None = None) -> JSONResponse:
+    # The hot GETs (this, the leaderboard, the task list) are async handlers that make one trip
+    # to the thread pool for the token, the queries and the JSON. As sync handlers with sync
+    # dependencies they made five or six trips per request, and under a crowd each trip waits
+    # for the GIL behind the others (benchmarks/service.py).
+    return await run_in_threadpool(_submissions_of, service, request, task)
+
+
+def _submissions_of(service: ServiceState, request: Request, task: str | None) -> JSONResponse:
+    with service.sessions() as session:
+        who = member(request, session)
+        # rows of the table, not ORM objects (they have the same attribute names): a team's
+        # list is read on every poll of `submit --wait` and of the team page
+        query = select(Submission.__table__).order_by(Submission.id)
+        if not who.organizer:
+            query = query.where(Submission.team_id == who.id)
+        if task:
+            query = query.where(Submission.task_id == task)
+        names = team_names(session) if who.organizer else {who.id: who.name}
+        blind = actions.blind_for(service, who)
+        return JSONResponse([actions.submission_json(s, names[s.team_id], blind=blind)
+                             for s in session.execute(query)])
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
@@ -205,10 +217,16 @@ def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
             for t in session.scalars(select(Team).where(Team.organizer.is_(False)).order_by(Team.id))]
 
 
-@router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for")
-def list_tasks(session: Db, service: State) -> list[dict[str, Any]]:
-    settings = all_settings(session)
-    return [actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
+@router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for",
+            response_model=list[dict[str, Any]])
+async def list_tasks(service: State) -> JSONResponse:
+    return await run_in_threadpool(_tasks_json, service)
+
+
+def _tasks_json(service: ServiceState) -> JSONResponse:
+    with service.sessions() as session:
+        settings = all_settings(session)
+        return JSONResponse([actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks])
 
 
 @router.put("/tasks/{task_id}/settings", tags=["organizer"], summary="Open/close dates (UTC) and a daily limit")
@@ -229,16 +247,22 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
     return actions.set_published(service, session, task_id, False)
 
 
-@router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)")
-def leaderboard_json(task_id: str, request: Request, session: Db, service: State) -> dict[str, Any]:
+@router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)",
+            response_model=dict[str, Any])
+async def leaderboard_json(task_id: str, request: Request, service: State) -> JSONResponse:
+    task = task_of(service, task_id)
+    return await run_in_threadpool(_leaderboard_of, service, request, task_id, task)
+
+
+def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any) -> JSONResponse:
     from sharedtask.report.model import TaskSection, leaderboard
 
-    task = task_of(service, task_id)
-    organizer_view = may_see_board(request, session, task_id)
-    entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
+    with service.sessions() as session:
+        organizer_view = may_see_board(request, session, task_id)
+        entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
             for rank, entry in leaderboard(TaskSection(task, entries))]
-    return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}
+    return JSONResponse({"task": task_id, "primary": task.primary_measure.key, "runs": rows})
 
 
 @router.get("/tasks/{task_id}/archive", tags=["organizer"],
