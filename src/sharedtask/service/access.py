@@ -15,6 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sharedtask.service.answers import Answers
 from sharedtask.service.executor import Executor
 from sharedtask.service.models import Submission, TaskSettings, Team
 from sharedtask.service.tokens import team_of
@@ -45,6 +46,8 @@ class ServiceState:
     known_tasks: list[str]
     #: sessions whose transactions write (SQLite: the write lock is taken at BEGIN; see db.py)
     writers: sessionmaker[Session] | None = None
+    #: answers of the hot GETs, kept until the next commit (see answers.py)
+    answers: Answers = field(default_factory=lambda: Answers(None))
     #: one lock per archive digest: ten teams sending the same new image load it once
     _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)

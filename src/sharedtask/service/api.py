@@ -8,10 +8,10 @@ import asyncio
 import datetime as dt
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
@@ -19,10 +19,10 @@ from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
-                                       may_see_board, member, task_of, team_names, visible)
+                                       may_see_board, member, task_of, team_names, token_of, visible)
 from sharedtask.service.limits import bounded_body
 from sharedtask.service.models import Submission, Team, aware
-from sharedtask.service.tokens import create_team
+from sharedtask.service.tokens import create_team, digest
 from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
 
@@ -186,7 +186,7 @@ def _created(service: ServiceState, who: Any, sub: Submission, sha: str | None) 
 
 @router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)",
             response_model=list[dict[str, Any]])
-async def list_submissions(request: Request, service: State, task: str | None = None) -> JSONResponse:
+async def list_submissions(request: Request, service: State, task: str | None = None) -> Response:
     # The hot GETs (this, the leaderboard, the task list) are async handlers that make one trip
     # to the thread pool for the token, the queries and the JSON. As sync handlers with sync
     # dependencies they made five or six trips per request, and under a crowd each trip waits
@@ -194,7 +194,26 @@ async def list_submissions(request: Request, service: State, task: str | None = 
     return await run_in_threadpool(_submissions_of, service, request, task)
 
 
-def _submissions_of(service: ServiceState, request: Request, task: str | None) -> JSONResponse:
+def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
+    """``build()`` as JSON, or the same bytes kept since the last commit (see answers.py).
+
+    The key includes the digest of the request's token: who asks decides what they see.
+    """
+    token = token_of(request)
+    key = (*key, digest(token) if token else None)
+    stamp = service.answers.stamp()  # before building: an answer is never older than its stamp
+    body = service.answers.get(key, stamp)
+    if body is None:
+        body = bytes(JSONResponse(build()).body)
+        service.answers.put(key, stamp, body)
+    return Response(body, media_type="application/json")
+
+
+def _submissions_of(service: ServiceState, request: Request, task: str | None) -> Response:
+    return _answer(service, request, ("submissions", task), lambda: _submissions_json(service, request, task))
+
+
+def _submissions_json(service: ServiceState, request: Request, task: str | None) -> list[dict[str, Any]]:
     with service.sessions() as session:
         who = member(request, session)
         # rows of the table, not ORM objects (they have the same attribute names): a team's
@@ -206,8 +225,7 @@ def _submissions_of(service: ServiceState, request: Request, task: str | None) -
             query = query.where(Submission.task_id == task)
         names = team_names(session) if who.organizer else {who.id: who.name}
         blind = actions.blind_for(service, who)
-        return JSONResponse([actions.submission_json(s, names[s.team_id], blind=blind)
-                             for s in session.execute(query)])
+        return [actions.submission_json(s, names[s.team_id], blind=blind) for s in session.execute(query)]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
@@ -250,14 +268,14 @@ def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
 
 @router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for",
             response_model=list[dict[str, Any]])
-async def list_tasks(service: State) -> JSONResponse:
-    return await run_in_threadpool(_tasks_json, service)
+async def list_tasks(request: Request, service: State) -> Response:
+    return await run_in_threadpool(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
 
 
-def _tasks_json(service: ServiceState) -> JSONResponse:
+def _tasks_json(service: ServiceState) -> list[dict[str, Any]]:
     with service.sessions() as session:
         settings = all_settings(session)
-        return JSONResponse([actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks])
+        return [actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
 
 
 @router.put("/tasks/{task_id}/settings", tags=["organizer"], summary="Open/close dates (UTC) and a daily limit")
@@ -280,12 +298,13 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
 
 @router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)",
             response_model=dict[str, Any])
-async def leaderboard_json(task_id: str, request: Request, service: State) -> JSONResponse:
+async def leaderboard_json(task_id: str, request: Request, service: State) -> Response:
     task = task_of(service, task_id)
-    return await run_in_threadpool(_leaderboard_of, service, request, task_id, task)
+    return await run_in_threadpool(_answer, service, request, ("leaderboard", task_id),
+                                   lambda: _leaderboard_of(service, request, task_id, task))
 
 
-def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any) -> JSONResponse:
+def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any) -> dict[str, Any]:
     from sharedtask.report.model import TaskSection, leaderboard
 
     with service.sessions() as session:
@@ -293,7 +312,7 @@ def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task:
         entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
             for rank, entry in leaderboard(TaskSection(task, entries))]
-    return JSONResponse({"task": task_id, "primary": task.primary_measure.key, "runs": rows})
+    return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}
 
 
 @router.get("/tasks/{task_id}/archive", tags=["organizer"],
