@@ -122,7 +122,8 @@ def _request(method: str, path: str, headers: dict[str, str], body: bytes | None
 
 
 async def _async_client(port: int, token: str, archives: list[tuple[bytes, str]], deadline: float, every: int,
-                        out: dict[str, list[float]], errors: list[str], seed: int, label: str) -> None:
+                        out: dict[str, list[float]], errors: list[str], seed: int, label: str,
+                        rate: float = 0.0) -> None:
     """The same loop as :func:`client`, on one asyncio connection: each request is one write."""
     import socket
 
@@ -136,7 +137,15 @@ async def _async_client(port: int, token: str, archives: list[tuple[bytes, str]]
     mine = _request("GET", "/api/submissions", auth)
     reader, writer = await connect()
     n = seed
+    # --rate: each client sends a request every 1/rate s (phases spread over the clients); its
+    # latency counts from when it was due, so a slow answer that delays the next request is
+    # charged to that request too (no coordinated omission)
+    due = time.monotonic() + (seed % 50) / 50 / rate if rate else 0.0
     while time.monotonic() < deadline:
+        if rate:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            if time.monotonic() >= deadline:
+                break
         n += 1
         if every and n % every == 0:
             body, sha = archives[n % len(archives)]
@@ -147,7 +156,8 @@ async def _async_client(port: int, token: str, archives: list[tuple[bytes, str]]
             kind, request = "leaderboard", board
         else:
             kind, request = "submissions", mine
-        start = time.perf_counter()
+        start = time.perf_counter() - max(0.0, time.monotonic() - due) if rate else time.perf_counter()
+        due += 1 / rate if rate else 0.0
         try:
             status = await _exchange(reader, writer, request)
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
@@ -162,12 +172,12 @@ async def _async_client(port: int, token: str, archives: list[tuple[bytes, str]]
 
 
 def async_crowd(port: int, tokens: list[str], archives: list[tuple[bytes, str]], seconds: float, every: int,
-                out: dict[str, list[float]], errors: list[str], label: str) -> None:
+                out: dict[str, list[float]], errors: list[str], label: str, rate: float = 0.0) -> None:
     """All clients as coroutines of one event loop: far less CPU than 50 threads for the same requests."""
 
     async def run() -> None:
         deadline = time.monotonic() + seconds
-        await asyncio.gather(*(_async_client(port, token, archives, deadline, every, out, errors, i, label)
+        await asyncio.gather(*(_async_client(port, token, archives, deadline, every, out, errors, i, label, rate)
                                for i, token in enumerate(tokens)))
 
     asyncio.run(run())
@@ -180,16 +190,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 def crowd(args: argparse.Namespace, generator: str, every: int, port: int, server_pid: int, tokens: list[str],
-          archives: list[tuple[bytes, str]]) -> bool:
+          archives: list[tuple[bytes, str]], rate: float = 0.0) -> bool:
     """One crowd of ``--clients`` keep-alive clients for ``--seconds``; prints its table; True on errors."""
-    label = f"{generator[0]}{every}x"  # each crowd's own tags: a team's tag is taken once per task
+    # each crowd its own tags: a team may use a tag once per task
+    label = f"{generator[0]}{every}r{rate:g}x".replace(".", "_")
     load_before = os.getloadavg()[0]
     out: dict[str, list[float]] = {"leaderboard": [], "submissions": [], "submit": []}
     errors: list[str] = []
     server_cpu, own_cpu = cpu_seconds(server_pid), time.process_time()
     started = time.monotonic()
     if generator == "asyncio":
-        async_crowd(port, tokens, archives, args.seconds, every, out, errors, label)
+        async_crowd(port, tokens, archives, args.seconds, every, out, errors, label, rate)
     else:
         lock = threading.Lock()
         deadline = time.monotonic() + args.seconds
@@ -202,7 +213,9 @@ def crowd(args: argparse.Namespace, generator: str, every: int, port: int, serve
     elapsed = time.monotonic() - started
     server_cpu, own_cpu = cpu_seconds(server_pid) - server_cpu, time.process_time() - own_cpu
     total = sum(len(v) for v in out.values())
-    mix = f"an upload every {every}th request" if every else "GETs only"
+    mix = (f"an upload every {every}th request" if every else "GETs only") + (
+        f", each client {rate:g} requests/s (latency from when each was due)" if rate else
+        ", each client's next request as soon as its last is answered")
     print(f"\n{len(tokens)} clients ({generator} load generator in this process, on the same 2 cores), {mix}, "
           f"{elapsed:.1f} s, load average before {load_before:.2f}, after {os.getloadavg()[0]:.2f} "
           "(the server's sandbox worker runs the queued images meanwhile)")
@@ -229,6 +242,8 @@ def main() -> int:  # noqa: C901 - one linear script
                         help="asyncio: all clients in one event loop (cheap); threads: one http.client thread "
                              "per client (the first version of this benchmark)")
     parser.add_argument("--get-only", action="store_true", help="also a crowd that only GETs")
+    parser.add_argument("--rate", type=float, action="append", default=[],
+                        help="also a paced crowd (asyncio): each client sends RATE requests/s; repeatable")
     args = parser.parse_args()
 
     import docker
@@ -261,6 +276,8 @@ def main() -> int:  # noqa: C901 - one linear script
             failed |= crowd(args, generator, args.submit_every, port, server.process.pid, tokens, archives)
             if args.get_only:
                 failed |= crowd(args, generator, 0, port, server.process.pid, tokens, archives)
+        for rate in args.rate:
+            failed |= crowd(args, "asyncio", args.submit_every, port, server.process.pid, tokens, archives, rate)
         return 1 if failed else 0
     finally:
         stop(server)

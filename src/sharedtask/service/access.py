@@ -48,6 +48,8 @@ class ServiceState:
     writers: sessionmaker[Session] | None = None
     #: answers of the hot GETs, kept until the next commit (see answers.py)
     answers: Answers = field(default_factory=lambda: Answers(None))
+    #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see api._hot)
+    hot_threads: Any = None
     #: one lock per archive digest: ten teams sending the same new image load it once
     _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)

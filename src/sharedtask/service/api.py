@@ -10,6 +10,8 @@ import secrets
 from pathlib import Path
 from typing import Any, Callable
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
@@ -191,7 +193,24 @@ async def list_submissions(request: Request, service: State, task: str | None = 
     # to the thread pool for the token, the queries and the JSON. As sync handlers with sync
     # dependencies they made five or six trips per request, and under a crowd each trip waits
     # for the GIL behind the others (benchmarks/service.py).
-    return await run_in_threadpool(_submissions_of, service, request, task)
+    return await _hot(_submissions_of, service, request, task)
+
+
+#: threads that build the hot GETs' answers; the rest of the thread pool (40) is the uploads' and the pages'
+HOT_THREADS = 4
+
+
+async def _hot(function: Callable[..., Response], service: ServiceState, *args: Any) -> Response:
+    """``function(*args)`` in one of :data:`HOT_THREADS` threads.
+
+    Why not the shared pool: under a crowd its 40 threads all ran short requests at once, and
+    40 runnable threads take turns at the GIL; the event loop waited behind them, and an
+    upload, read 64 KB per turn of the loop, took seconds (benchmarks/service.py). Requests
+    beyond these few wait in the loop, where waiting costs nothing.
+    """
+    if service.hot_threads is None:  # made here, in the server's event loop
+        service.hot_threads = anyio.CapacityLimiter(HOT_THREADS)
+    return await anyio.to_thread.run_sync(function, service, *args, limiter=service.hot_threads)
 
 
 def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
@@ -269,7 +288,7 @@ def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
 @router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for",
             response_model=list[dict[str, Any]])
 async def list_tasks(request: Request, service: State) -> Response:
-    return await run_in_threadpool(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
+    return await _hot(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
 
 
 def _tasks_json(service: ServiceState) -> list[dict[str, Any]]:
@@ -300,7 +319,7 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
             response_model=dict[str, Any])
 async def leaderboard_json(task_id: str, request: Request, service: State) -> Response:
     task = task_of(service, task_id)
-    return await run_in_threadpool(_answer, service, request, ("leaderboard", task_id),
+    return await _hot(_answer, service, request, ("leaderboard", task_id),
                                    lambda: _leaderboard_of(service, request, task_id, task))
 
 
