@@ -1,18 +1,29 @@
-"""The submission service under load: 50 concurrent clients on loopback for 60 s.
+"""The submission service under load: 50 concurrent keep-alive clients on loopback.
 
     .venv/bin/python benchmarks/service.py [--clients 50] [--seconds 60] [--submit-every 10]
+        [--generator asyncio|threads|both] [--get-only] [--rate R ...]
 
 First one keep-alive client alone (GETs, target p50 <= 5 ms), then the crowd (target p95 <=
-100 ms, no errors). The load generator runs on the same 2-core machine as the server.
+100 ms, no errors). The load generator runs in this process, on the same 2-core machine as
+the server, and the uploads in the mix queue real sandbox runs, which the server's worker
+runs on the same cores meanwhile.
 
 Starts ``sharedtask serve`` (SQLite file, one local sandbox worker) in its own process,
-publishes the Touché 2021 leaderboard after one real run, then lets every client
-(a thread with its own keep-alive connection) loop: GET the public leaderboard,
-GET its team's submissions, and every ``--submit-every``-th request POST a small
-real image (``docker save`` of a FROM-scratch busybox image, 2 MB; five distinct
-images, so the first upload of each is loaded into Docker and the rest are found
-by digest). Prints requests/s and p50/p95/max latency per kind, and the errors
-(target: none). The queued runs go on after the benchmark; the server is then stopped.
+publishes the Touché 2021 leaderboard after one real run, then lets every client loop:
+GET the public leaderboard, GET its team's submissions, and every ``--submit-every``-th
+request POST a small real image (``docker save`` of a FROM-scratch busybox image, 2 MB; five
+distinct images, so the first upload of each is loaded into Docker and the rest are found
+by digest). Prints requests/s, p50/p95/max latency per kind, the errors (target: none) and
+the CPU time per request of the server process (its runs included) and of the generator.
+
+The crowd's definition: each client sends its next request as soon as its last one is
+answered (no pause), so by Little's law the latency is clients / throughput. Generators:
+``threads`` (one ``http.client`` thread per client: the first version of this benchmark)
+and ``asyncio`` (all clients as coroutines of one event loop, each request one write: the
+same requests for a fraction of the CPU). ``--get-only`` adds a crowd without uploads;
+``--rate R`` adds a paced crowd (asyncio), each client sending R requests a second, its
+latency counted from when each request was due. The queued runs go on after the
+benchmark; the server is then stopped.
 """
 
 from __future__ import annotations
