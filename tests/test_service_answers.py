@@ -75,7 +75,8 @@ def test_the_leaderboard_is_kept_and_follows_every_commit(served):
     assert any(key[0] == "leaderboard" for key in answers._kept)  # the answer was kept
     _insert_done_run(db, "first", 0.5)  # another process commits a scored run
     status, board = _board(url)
-    assert status == 200 and [(r["run"], r["scores"]["ndcg5_official"]) for r in board["runs"]] == [("team-a/first", 0.5)]
+    assert status == 200
+    assert [(r["run"], r["scores"]["ndcg5_official"]) for r in board["runs"]] == [("team-a/first", 0.5)]
     _commit_elsewhere(db, "UPDATE submissions SET scores = '{\"ndcg5_official\": 0.25}' WHERE tag = 'first'")
     assert [r["scores"]["ndcg5_official"] for r in _board(url)[1]["runs"]] == [0.25]
     _commit_elsewhere(db, "UPDATE submissions SET hidden_reason = 'faulty' WHERE tag = 'first'")
@@ -100,7 +101,8 @@ def test_a_teams_list_follows_its_submissions_and_its_token(served):
     _commit_elsewhere(db, "UPDATE submissions SET status = 'failed' WHERE tag = 'mine'")
     assert [s["status"] for s in call(f"{url}/api/submissions", token=tokens["a"])[1]] == ["failed"]
     # a revoked token is refused at once, though its answer was kept a moment ago
-    _commit_elsewhere(db, "UPDATE tokens SET revoked = TRUE WHERE team_id = (SELECT id FROM teams WHERE name = 'team-a')")
+    _commit_elsewhere(db, "UPDATE tokens SET revoked = TRUE "
+                          "WHERE team_id = (SELECT id FROM teams WHERE name = 'team-a')")
     assert call(f"{url}/api/submissions", token=tokens["a"])[0] == 401
 
 
