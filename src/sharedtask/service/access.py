@@ -15,6 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sharedtask.service.answers import Answers
 from sharedtask.service.executor import Executor
 from sharedtask.service.models import Submission, TaskSettings, Team
 from sharedtask.service.signin import COOKIE, team_of_cookie
@@ -47,6 +48,10 @@ class ServiceState:
     known_tasks: list[str]
     #: sessions whose transactions write (SQLite: the write lock is taken at BEGIN; see db.py)
     writers: sessionmaker[Session] | None = None
+    #: answers of the hot GETs, kept until the next commit (see answers.py)
+    answers: Answers = field(default_factory=lambda: Answers(None))
+    #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see api._hot)
+    hot_threads: Any = None
     #: one lock per archive digest: ten teams sending the same new image load it once
     _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)
@@ -76,8 +81,14 @@ def db(request: Request) -> Iterator[Session]:
         yield session
 
 
+async def _state(request: Request) -> ServiceState:
+    """:func:`state` as a dependency: async because FastAPI runs a sync dependency in its thread
+    pool, a round trip (and a wait for the GIL) per request for a mere attribute read."""
+    return state(request)
+
+
 Db = Annotated[Session, Depends(db)]
-State = Annotated[ServiceState, Depends(state)]
+State = Annotated[ServiceState, Depends(_state)]
 
 
 def token_of(request: Request) -> str | None:
@@ -187,7 +198,8 @@ def visible(session: Session, who: Team, submission_id: int) -> Submission:
 
 
 def team_names(session: Session) -> dict[int, str]:
-    return {t.id: t.name for t in session.scalars(select(Team))}
+    # two columns, not ORM objects: this runs on every list and leaderboard request
+    return {team_id: name for team_id, name in session.execute(select(Team.id, Team.name))}
 
 
 def primary_measures(service: ServiceState) -> dict[str, str]:

@@ -266,3 +266,31 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
     roots = (str(data_dir), str(data_dir.resolve()))
     return [pages.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots)
             for s in subs if organizer_view or not s.hidden_reason]
+
+
+#: the columns a leaderboard row without its record needs (:func:`board_rows`)
+_BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
+                  Submission.status, Submission.run_status, Submission.valid, Submission.scores,
+                  Submission.hidden_reason)
+
+
+def board_rows(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
+    """The rows of the JSON leaderboard (rank, run, verdict, scores): :func:`board_entries` without records.
+
+    Why: the JSON board shows no record, finding or note, yet redacting every run's record
+    for the public was most of the server's CPU under a crowd (benchmarks/service.py); here
+    only the columns the rank and the verdict depend on are read. Under ``--blind`` the
+    public rows are :func:`board_entries`' own (their scores come from the allow-list).
+    """
+    from sharedtask.report.model import RunEntry
+
+    if service.config.blind and not organizer_view:
+        return board_entries(service, session, task_id, organizer_view=False)
+    names = team_names(session)
+    rows = session.execute(select(*_BOARD_COLUMNS).where(Submission.task_id == task_id,
+                                                         Submission.status.in_(("done", "failed")))
+                           .order_by(Submission.id))
+    return [RunEntry(name=pages.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
+                     status=pages.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
+                     per_topic={}, record={})
+            for r in rows if organizer_view or not r.hidden_reason]

@@ -8,10 +8,12 @@ import asyncio
 import datetime as dt
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
@@ -19,10 +21,11 @@ from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions, phases
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
-                                       may_see_board, task_of, team_names, visible)
+                                       may_see_board, member, task_of, team_names, token_of, visible)
 from sharedtask.service.limits import bounded_body
+from sharedtask.service.signin import COOKIE as SIGNIN_COOKIE
 from sharedtask.service.models import Submission, Team, aware, utcnow
-from sharedtask.service.tokens import create_team
+from sharedtask.service.tokens import create_team, digest
 from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
 
@@ -54,6 +57,10 @@ class SettingsIn(BaseModel):
 
 #: a chunk of an upload must arrive within this many seconds, or the upload is dropped
 UPLOAD_IDLE_SECONDS = 120.0
+#: the body arrives in pieces of about 64 KB; they go to the spool a MiB at a time, because each
+#: write is a trip to the thread pool, and under a crowd each trip waits behind the other
+#: requests' (a 2 MB upload waited 32 times: 2-3 s; benchmarks/service.py)
+SPOOL_BATCH = 1024 * 1024
 #: JSON bodies (a named image, settings, a team) are small
 JSON_LIMIT = 64 * 1024
 
@@ -68,6 +75,8 @@ async def _spool_upload(request: Request, service: State, limit: int) -> tuple[P
     uploads.mkdir(parents=True, exist_ok=True)
     spool = Spool(uploads / f"{secrets.token_hex(8)}.tar", limit)
     stream = request.stream().__aiter__()
+    pending: list[bytes] = []
+    pending_size = 0
     try:
         while True:
             try:
@@ -77,8 +86,13 @@ async def _spool_upload(request: Request, service: State, limit: int) -> tuple[P
             except asyncio.TimeoutError:
                 raise HTTPException(408, f"no data for {UPLOAD_IDLE_SECONDS:.0f} s: the upload was dropped; "
                                          "nothing was stored") from None
-            if chunk:
-                await run_in_threadpool(spool.write, chunk)
+            pending.append(chunk)
+            pending_size += len(chunk)
+            if pending_size >= SPOOL_BATCH:
+                await run_in_threadpool(spool.write, b"".join(pending))
+                pending, pending_size = [], 0
+        if pending_size:
+            await run_in_threadpool(spool.write, b"".join(pending))
     except ClientDisconnect:
         spool.discard()
         raise HTTPException(400, "the upload was interrupted; nothing was stored") from None
@@ -127,9 +141,9 @@ async def submit(task_id: str, request: Request, service: State,
     open while the body streams or the image loads. Refusals come before the body is read."""
     task = task_of(service, task_id)
     limit = _upload_limit(service, task)
-    who = await run_in_threadpool(authenticate, service, request)
     is_json = request.headers.get("content-type", "").startswith("application/json")
     if is_json:
+        who = await run_in_threadpool(authenticate, service, request)
         raw_body = await bounded_body(request, JSON_LIMIT)
         try:
             named = NamedImageIn.model_validate_json(raw_body)
@@ -141,32 +155,107 @@ async def submit(task_id: str, request: Request, service: State,
         image = await run_in_threadpool(actions.image_of_reference, service, named.image, limit)
         sha = None
     else:
-        await run_in_threadpool(actions.preflight, service, who, task_id, tag, _declared_size(request), limit,
-                                phase)
+        who = await run_in_threadpool(_may_upload, service, request, task_id, tag, _declared_size(request), limit,
+                                      phase)
         raw, sha = await _spool_upload(request, service, limit)
-        try:
-            image = await run_in_threadpool(actions.image_of_archive, service, raw, sha, limit)
-        finally:
-            raw.unlink(missing_ok=True)
+        # the image and the admission in one trip to the thread pool (each trip waits its turn)
+        sub = await run_in_threadpool(_admit_archive, service, who, task_id, raw, sha, limit, command, tag, phase)
+        return _created(service, who, sub, sha)
     sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag,
                                   phase)
+    return _created(service, who, sub, sha)
+
+
+def _may_upload(service: ServiceState, request: Request, task_id: str, tag: str | None, size: int | None,
+                limit: int, phase: str | None) -> Any:
+    """The token's team, if the pre-flight lets it send its archive now (401, 403, 409, 413, 429 otherwise)."""
+    who = authenticate(service, request)
+    actions.preflight(service, who, task_id, tag, size, limit, phase)
+    return who
+
+
+def _admit_archive(service: ServiceState, who: Any, task_id: str, raw: Path, sha: str, limit: int,
+                   command: str | None, tag: str | None, phase: str | None) -> Submission:
+    try:
+        image = actions.image_of_archive(service, raw, sha, limit)
+    finally:
+        raw.unlink(missing_ok=True)
+    return actions.admit(service, who, task_id, image.id, image.docker_id, command, tag, phase)
+
+
+def _created(service: ServiceState, who: Any, sub: Submission, sha: str | None) -> JSONResponse:
     body = actions.submission_json(sub, who.name, blind=actions.blind_for(service, who))
     if sha is not None:
         body["archive_sha256"] = sha
     return JSONResponse(body, status_code=201)
 
 
-@router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)")
-def list_submissions(who: Member, session: Db, service: State, task: str | None = None) -> list[dict[str, Any]]:
-    query = select(Submission).order_by(Submission.id)
-    if not who.organizer:
-        query = query.where(Submission.team_id == who.id)
-    if task:
-        query = query.where(Submission.task_id == task)
-    names = team_names(session)
-    blind = actions.blind_for(service, who)
-    shown = phases.for_team(session, session.scalars(query), who, utcnow())  # scores a phase keeps back
-    return [actions.submission_json(s, names[s.team_id], blind=blind) for s in shown]
+@router.get("/submissions", tags=["submissions"], summary="Your submissions (the organizer: all)",
+            response_model=list[dict[str, Any]])
+async def list_submissions(request: Request, service: State, task: str | None = None) -> Response:
+    # The hot GETs (this, the leaderboard, the task list) are async handlers that make one trip
+    # to the thread pool for the token, the queries and the JSON. As sync handlers with sync
+    # dependencies they made five or six trips per request, and under a crowd each trip waits
+    # for the GIL behind the others (benchmarks/service.py).
+    return await _hot(_submissions_of, service, request, task)
+
+
+#: threads that build the hot GETs' answers; the rest of the thread pool (40) is the uploads' and the pages'
+HOT_THREADS = 4
+
+
+async def _hot(function: Callable[..., Response], service: ServiceState, *args: Any) -> Response:
+    """``function(*args)`` in one of :data:`HOT_THREADS` threads.
+
+    Why not the shared pool: under a crowd its 40 threads all ran short requests at once, and
+    40 runnable threads take turns at the GIL; the event loop waited behind them, and an
+    upload, read 64 KB per turn of the loop, took seconds (benchmarks/service.py). Requests
+    beyond these few wait in the loop, where waiting costs nothing.
+    """
+    if service.hot_threads is None:  # made here, in the server's event loop
+        service.hot_threads = anyio.CapacityLimiter(HOT_THREADS)
+    return await anyio.to_thread.run_sync(function, service, *args, limiter=service.hot_threads)
+
+
+def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
+    """``build()`` as JSON, or the same bytes kept since the last commit (see answers.py).
+
+    The key includes the digest of the request's credential, its bearer token or its sign-in
+    cookie: who asks decides what they see. An answer is also kept no later than the next
+    opening or closing of a task or a phase: what is open, and whose scores a phase keeps
+    back, changes then without any commit.
+    """
+    token = token_of(request)
+    cookie = request.cookies.get(SIGNIN_COOKIE)
+    key = (*key, digest(token) if token else None, digest(cookie) if cookie and not token else None)
+    stamp = service.answers.stamp()  # before building: an answer is never older than its stamp
+    now = utcnow()
+    body = service.answers.get(key, stamp, now)
+    if body is None:
+        body = bytes(JSONResponse(build()).body)
+        with service.sessions() as session:
+            until = phases.next_boundary(session, now)
+        service.answers.put(key, stamp, body, until)
+    return Response(body, media_type="application/json")
+
+
+def _submissions_of(service: ServiceState, request: Request, task: str | None) -> Response:
+    return _answer(service, request, ("submissions", task), lambda: _submissions_json(service, request, task))
+
+
+def _submissions_json(service: ServiceState, request: Request, task: str | None) -> list[dict[str, Any]]:
+    with service.sessions() as session:
+        who = member(request, session)
+        # ORM rows: a phase's masking copies them, and a submission's phase is a relation
+        query = select(Submission).order_by(Submission.id)
+        if not who.organizer:
+            query = query.where(Submission.team_id == who.id)
+        if task:
+            query = query.where(Submission.task_id == task)
+        names = team_names(session) if who.organizer else {who.id: who.name}
+        blind = actions.blind_for(service, who)
+        shown = phases.for_team(session, session.scalars(query), who, utcnow())  # scores a phase keeps back
+        return [actions.submission_json(s, names[s.team_id], blind=blind) for s in shown]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
@@ -207,10 +296,16 @@ def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
             for t in session.scalars(select(Team).where(Team.organizer.is_(False)).order_by(Team.id))]
 
 
-@router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for")
-def list_tasks(session: Db, service: State) -> list[dict[str, Any]]:
-    settings = all_settings(session)
-    return [actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
+@router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for",
+            response_model=list[dict[str, Any]])
+async def list_tasks(request: Request, service: State) -> Response:
+    return await _hot(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
+
+
+def _tasks_json(service: ServiceState) -> list[dict[str, Any]]:
+    with service.sessions() as session:
+        settings = all_settings(session)
+        return [actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
 
 
 @router.put("/tasks/{task_id}/settings", tags=["organizer"], summary="Open/close dates (UTC) and a daily limit")
@@ -231,13 +326,20 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
     return actions.set_published(service, session, task_id, False)
 
 
-@router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)")
-def leaderboard_json(task_id: str, request: Request, session: Db, service: State) -> dict[str, Any]:
+@router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)",
+            response_model=dict[str, Any])
+async def leaderboard_json(task_id: str, request: Request, service: State) -> Response:
+    task = task_of(service, task_id)
+    return await _hot(_answer, service, request, ("leaderboard", task_id),
+                                   lambda: _leaderboard_of(service, request, task_id, task))
+
+
+def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any) -> dict[str, Any]:
     from sharedtask.report.model import TaskSection, leaderboard
 
-    task = task_of(service, task_id)
-    organizer_view = may_see_board(request, session, task_id)
-    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
+    with service.sessions() as session:
+        organizer_view = may_see_board(request, session, task_id)
+        entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
             for rank, entry in leaderboard(TaskSection(task, entries))]
     return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sharedtask.errors import SharedTaskError
 from sharedtask.service import api, members_api, phases_api, site_views, views
 from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings
+from sharedtask.service.answers import answers_for
 from sharedtask.service.db import writer_sessions
 from sharedtask.service.executor import Executor, resume
 from sharedtask.service.limits import BodyLimit
@@ -53,7 +54,8 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
     """The app over a migrated database."""
     from sharedtask.spec import task_ids
 
-    service = ServiceState(sessions, executor, config, config.task_ids or task_ids(), writers=writer_sessions(sessions))
+    service = ServiceState(sessions, executor, config, config.task_ids or task_ids(), writers=writer_sessions(sessions),
+                           answers=answers_for(sessions.kw["bind"]))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[Any]:

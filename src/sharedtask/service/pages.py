@@ -26,6 +26,11 @@ def run_name(team: str, sub: Submission) -> str:
     return f"{team}/{sub.tag}"
 
 
+def status_of(sub: Any) -> str:
+    """The run's status word for a report row: the sandbox's, or ``error`` for a failed submission."""
+    return sub.run_status or ("error" if sub.status == "failed" else sub.status)
+
+
 def redact(record: dict[str, Any] | None, *, logs: bool, paths: bool = True,
            roots: Iterable[str] = ()) -> dict[str, Any]:
     """A run record without what this viewer may not see (blind mode does not come here:
@@ -66,7 +71,7 @@ def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
     public = seen_by == visibility.PUBLIC
     record = redact(sub.record, logs=not public, paths=not public, roots=roots)
     notes = visibility.public_notes(sub.notes, sub.record, roots) if public else list(sub.notes or [])
-    status = sub.run_status or ("error" if sub.status == "failed" else sub.status)
+    status = status_of(sub)
     return RunEntry(name=name, image=sub.image_name, command=sub.command, status=status,
                     valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),
                     scores=dict(sub.scores or {}), per_topic={k: dict(v) for k, v in (sub.per_topic or {}).items()},

@@ -188,5 +188,15 @@ def masked(sub: Submission) -> Submission:
     return copy
 
 
+def next_boundary(session: Session, now: dt.datetime) -> dt.datetime | None:
+    """The next opening or closing, of a task or a phase, after ``now`` (naive UTC): what teams
+    may do and see changes then without a commit, so kept answers expire then (answers.py)."""
+    from sharedtask.service.models import TaskSettings
+
+    times = [session.scalar(select(func.min(column)).where(column > now))
+             for column in (TaskSettings.opens, TaskSettings.closes, Phase.opens, Phase.closes)]
+    return min((t for t in times if t is not None), default=None)
+
+
 def phase_names(session: Session) -> dict[int, str]:
     return {p.id: p.name for p in session.scalars(select(Phase))}

@@ -64,5 +64,6 @@ def team_of(session: Session, token: str | None) -> Team | None:
     """The team (or organizer) a token belongs to, None for a missing, unknown or revoked one."""
     if not token:
         return None
-    row = session.scalar(select(Token).where(Token.digest == digest(token), Token.revoked.is_(False)))
-    return session.get(Team, row.team_id) if row is not None else None
+    # one statement (it runs on every request that carries a token)
+    return session.scalar(select(Team).join(Token, Token.team_id == Team.id)
+                          .where(Token.digest == digest(token), Token.revoked.is_(False)))

@@ -1,0 +1,109 @@
+"""Answers of the hot GETs (leaderboard, a team's submissions, the task list), kept until the database changes.
+
+Why: under a crowd most requests ask for the same leaderboard and lists between two
+commits; building each answer again was most of the server's work (benchmarks/service.py).
+
+An answer is kept under the database's *change stamp*, read before the answer is built,
+and served again only while the stamp is the same. Any commit by anyone — this process,
+another server process, the command line, a compute worker — changes the stamp, so a kept
+answer can never be older than the last commit:
+
+- SQLite: ``PRAGMA data_version`` on a connection of our own that never writes. Its value
+  changes whenever another connection, in this process or another, has committed
+  (sqlite.org/pragma.html#pragma_data_version).
+- PostgreSQL: ``pg_current_snapshot()``. A snapshot (xmin, xmax, the transactions in
+  progress) decides which rows a query sees; two equal snapshots see the same committed
+  data, and any commit (or abort) changes xmax or the in-progress list
+  (postgresql.org/docs/current/functions-info.html, "Snapshot Information Functions").
+- Any other backend, or SQLite in memory: nothing is kept.
+
+A stamp read before a commit and an answer built after it are kept together: harmless,
+the next request reads a new stamp and builds the answer again. The key of an answer
+includes the token's digest when a token was sent, so a revoked token (a commit) is
+refused again at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Any, Callable, Hashable
+
+from sqlalchemy.engine import Engine
+
+
+class Answers:
+    """Rendered answers (bytes) by key, valid for one change stamp and until an optional time;
+    all are dropped when the stamp changes."""
+
+    def __init__(self, stamp: Callable[[], Hashable] | None) -> None:
+        self._read_stamp = stamp
+        self._lock = threading.Lock()
+        self._stamp: Hashable = None
+        self._kept: dict[Hashable, tuple[bytes, Any]] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._read_stamp is not None
+
+    def stamp(self) -> Hashable:
+        """The database's change stamp now (None when nothing is kept); read it before building an answer."""
+        return self._read_stamp() if self._read_stamp is not None else None
+
+    def get(self, key: Hashable, stamp: Hashable, now: Any = None) -> bytes | None:
+        """The answer kept for ``key`` under ``stamp``, unless its time (``until``) has come by ``now``."""
+        if stamp is None:
+            return None
+        with self._lock:
+            if stamp != self._stamp:
+                self._stamp, self._kept = stamp, {}
+                return None
+            kept = self._kept.get(key)
+        if kept is None:
+            return None
+        answer, until = kept
+        return None if until is not None and now is not None and now >= until else answer
+
+    def put(self, key: Hashable, stamp: Hashable, answer: bytes, until: Any = None) -> None:
+        """Keep ``answer``, built after ``stamp`` was read, unless the stamp has moved on meanwhile;
+        ``until``: the time after which it may be out of date without any commit (a date passing)."""
+        if stamp is None:
+            return
+        with self._lock:
+            if stamp == self._stamp:
+                self._kept[key] = (answer, until)
+
+
+def answers_for(engine: Engine) -> Answers:
+    """The cache for this database, with the stamp its backend offers (see the module's docstring)."""
+    name = engine.dialect.name
+    if name == "sqlite":
+        path = engine.url.database
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return Answers(None)
+        return Answers(_sqlite_stamp(path))
+    if name == "postgresql":
+        return Answers(_postgresql_stamp(engine))
+    return Answers(None)
+
+
+def _sqlite_stamp(path: str) -> Callable[[], Hashable]:
+    # autocommit (isolation_level=None): the connection never holds a read transaction open;
+    # it only ever runs this pragma, so every change it sees was committed by someone else
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    lock = threading.Lock()
+
+    def stamp() -> Hashable:
+        with lock:
+            return connection.execute("PRAGMA data_version").fetchone()[0]
+
+    return stamp
+
+
+def _postgresql_stamp(engine: Engine) -> Callable[[], Hashable]:
+    def stamp() -> Hashable:
+        with engine.connect() as connection:
+            value: Any = connection.exec_driver_sql("SELECT pg_current_snapshot()::text").scalar()
+            return value
+
+    return stamp

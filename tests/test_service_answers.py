@@ -1,0 +1,150 @@
+"""Kept answers of the hot GETs (service/answers.py) are never older than the last commit.
+
+A real server (uvicorn in a thread) over SQLite and a real PostgreSQL: each test first makes
+the server keep an answer (and checks that it did), then commits a change — from this
+process and from another process, as the command line or a compute worker would — and
+asks again: the answer must show the change at once. Only the executor is replaced
+(nothing runs here).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
+from sharedtask.service.answers import Answers, answers_for
+from sharedtask.service.app import ServiceConfig, create_app
+from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+from sharedtask.service.tokens import create_team, organizer_token
+
+#: runs one statement in a transaction of a process of its own
+_ELSEWHERE = ("import sys, sqlalchemy as sa\n"
+              "with sa.create_engine(sys.argv[1]).begin() as c:\n"
+              "    c.exec_driver_sql(sys.argv[2])\n")
+
+
+def _commit_elsewhere(url: str, sql: str) -> None:
+    subprocess.run([sys.executable, "-c", _ELSEWHERE, url, sql], check=True, timeout=120)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "service.db")
+    return request.getfixturevalue("postgres_server")()
+
+
+@pytest.fixture
+def served(tmp_path: Path, database: str):
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        org = organizer_token(session)
+        _, token = create_team(session, "team-a")
+    app = create_app(factory, RecordingExecutor(), ServiceConfig(data_dir=tmp_path, task_ids=[TASK]))
+    with ThreadServer(app) as server:
+        yield server.url, database, app.state.service.answers, {"org": org, "a": token}, factory
+    engine.dispose()
+
+
+def _insert_done_run(url: str, tag: str, score: float) -> None:
+    _commit_elsewhere(url, "INSERT INTO images (archive_sha256, docker_id, size, created) "
+                           f"VALUES ('{tag:0<64}', 'sha256:x', 1, CURRENT_TIMESTAMP)")
+    _commit_elsewhere(url, "INSERT INTO submissions (team_id, task_id, image_id, image_name, tag, status, attempts, "
+                           "created, run_status, valid, scores, notes) "
+                           f"SELECT t.id, '{TASK}', i.id, 'sha256:x', '{tag}', 'done', 1, CURRENT_TIMESTAMP, "
+                           f"'success', TRUE, '{{\"ndcg5_official\": {score}}}', '[]' "
+                           f"FROM teams t, images i WHERE t.name = 'team-a' AND i.archive_sha256 = '{tag:0<64}'")
+
+
+def _board(url: str) -> tuple[int, object]:
+    return call(f"{url}/api/tasks/{TASK}/leaderboard")
+
+
+def test_the_leaderboard_is_kept_and_follows_every_commit(served):
+    url, db, answers, tokens, _ = served
+    assert answers.enabled
+    assert call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])[0] == 200
+    assert _board(url) == (200, {"task": TASK, "primary": "ndcg5_official", "runs": []})
+    assert _board(url)[1]["runs"] == []
+    assert any(key[0] == "leaderboard" for key in answers._kept)  # the answer was kept
+    _insert_done_run(db, "first", 0.5)  # another process commits a scored run
+    status, board = _board(url)
+    assert status == 200
+    assert [(r["run"], r["scores"]["ndcg5_official"]) for r in board["runs"]] == [("team-a/first", 0.5)]
+    _commit_elsewhere(db, "UPDATE submissions SET scores = '{\"ndcg5_official\": 0.25}' WHERE tag = 'first'")
+    assert [r["scores"]["ndcg5_official"] for r in _board(url)[1]["runs"]] == [0.25]
+    _commit_elsewhere(db, "UPDATE submissions SET hidden_reason = 'faulty' WHERE tag = 'first'")
+    assert _board(url)[1]["runs"] == []
+    # a commit through this server's own API, then one by another process: the board is unpublished
+    assert call(f"{url}/api/tasks/{TASK}/unpublish", "POST", tokens["org"])[0] == 200
+    assert _board(url)[0] == 404
+    assert call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])[0] == 200
+    assert _board(url)[0] == 200
+    _commit_elsewhere(db, f"UPDATE task_settings SET published = FALSE WHERE task_id = '{TASK}'")
+    assert _board(url)[0] == 404
+
+
+def test_a_teams_list_follows_its_submissions_and_its_token(served):
+    url, db, answers, tokens, _ = served
+    assert call(f"{url}/api/submissions", token=tokens["a"]) == (200, [])
+    assert call(f"{url}/api/submissions", token=tokens["a"]) == (200, [])
+    assert any(key[0] == "submissions" for key in answers._kept)
+    _insert_done_run(db, "mine", 0.5)
+    status, listed = call(f"{url}/api/submissions", token=tokens["a"])
+    assert status == 200 and [s["tag"] for s in listed] == ["mine"]
+    _commit_elsewhere(db, "UPDATE submissions SET status = 'failed' WHERE tag = 'mine'")
+    assert [s["status"] for s in call(f"{url}/api/submissions", token=tokens["a"])[1]] == ["failed"]
+    # a revoked token is refused at once, though its answer was kept a moment ago
+    _commit_elsewhere(db, "UPDATE tokens SET revoked = TRUE "
+                          "WHERE team_id = (SELECT id FROM teams WHERE name = 'team-a')")
+    assert call(f"{url}/api/submissions", token=tokens["a"])[0] == 401
+
+
+def test_the_task_list_follows_the_settings(served):
+    url, db, _, tokens, _ = served
+    assert call(f"{url}/api/tasks")[1][0]["daily_limit"] is None
+    assert call(f"{url}/api/tasks")[1][0]["daily_limit"] is None
+    _commit_elsewhere(db, f"UPDATE task_settings SET daily_limit = 3 WHERE task_id = '{TASK}'")
+    assert call(f"{url}/api/tasks")[1][0]["daily_limit"] == 3
+    assert call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], {"daily_limit": 4})[0] == 200
+    assert call(f"{url}/api/tasks")[1][0]["daily_limit"] == 4
+
+
+def test_the_stamp_moves_with_a_commit_of_any_connection_and_holds_without_one(served, database):
+    _, db, _, _, factory = served
+    answers = answers_for(factory.kw["bind"])
+    # nothing commits between two reads (PostgreSQL's autovacuum may, rarely: one pair of five suffices)
+    assert any(answers.stamp() == answers.stamp() for _ in range(5))
+    before = answers.stamp()
+    _commit_elsewhere(db, "UPDATE teams SET name = name")
+    after = answers.stamp()
+    assert after != before
+    with factory.begin() as session:  # a connection of this process's own pool
+        session.connection().exec_driver_sql("UPDATE teams SET name = name")
+    assert answers.stamp() != after
+
+
+def test_an_answer_built_under_an_old_stamp_is_not_kept():
+    stamps = iter([1, 1, 2, 2, 2])
+    answers = Answers(lambda: next(stamps))
+    first = answers.stamp()
+    assert answers.get("k", first) is None
+    answers.put("k", first, b"old")
+    assert answers.get("k", answers.stamp()) == b"old"  # same stamp: kept
+    late = answers.stamp()  # 2: a commit happened
+    assert answers.get("k", late) is None  # a new stamp drops what was kept
+    answers.put("k", first, b"built before the commit")  # its stamp is stale: not kept
+    assert answers.get("k", answers.stamp()) is None
+
+
+def test_no_stamp_no_kept_answers(tmp_path: Path):
+    assert not answers_for(make_engine("sqlite://")).enabled
+    answers = Answers(None)
+    answers.put("k", answers.stamp(), b"x")
+    assert answers.get("k", answers.stamp()) is None
