@@ -38,7 +38,8 @@ COMMANDS = frozenset(
     "elab notation infix infixl infixr prefix postfix initialize include omit irreducible_def export library_note "
     "add_decl_doc assert_not_exists assert_not_imported deriving compile_inductive unseal seal scoped local"
     .split())
-OPEN, CLOSE = "([{⦃⟨⟦⦅⌊⌈", ")]}⦄⟩⟧⦆⌋⌉"
+#: brackets (not ⌊ ⌋ ⌈ ⌉: mathlib uses ⌊ as an infix operator too, x⌊d in CliffordAlgebra)
+OPEN, CLOSE = "([{⦃⟨⟦⦅", ")]}⦄⟩⟧⦆"
 _LINE_START = re.compile(r"^(?=\S)", re.MULTILINE)
 _INDENTED_DECL = re.compile(r"^[ \t]+(?:(?:private|protected|noncomputable|nonrec)\s+)*(theorem|lemma)\b", re.MULTILINE)
 _WORD = re.compile(r"[^\W\d][\w'!?]*|@\[")
@@ -108,12 +109,24 @@ def _balanced_end(masked: str, pos: int) -> int:
 
 
 def _is_alternative(masked: str, pos: int) -> bool:
-    """``pos`` is a ``|`` opening a line of match alternatives (``| 0 => ...``), not ``|x|``."""
-    line_start = masked.rfind("\n", 0, pos) + 1
-    if masked[line_start:pos].strip():
-        return False
+    """``pos`` is a ``|`` opening match alternatives (``| 0 => ...``, on its own line or after the
+    type), not an absolute value ``|x|``: its line has ``=>`` outside brackets before any ``:=``
+    outside brackets (``| .cons (v := w) h => ...`` is an alternative)."""
+    depth, i = 0, pos + 1
     line_end = masked.find("\n", pos)
-    return "=>" in masked[pos:line_end if line_end >= 0 else len(masked)]
+    line_end = len(masked) if line_end < 0 else line_end
+    while i < line_end:
+        ch = masked[i]
+        if ch in OPEN:
+            depth += 1
+        elif ch in CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and masked.startswith("=>", i):
+            return True
+        elif depth == 0 and masked.startswith(":=", i):
+            return False
+        i += 1
+    return False
 
 
 _STOP_CANDIDATE = re.compile("[" + re.escape(OPEN + CLOSE) + r":|w\n]")
@@ -196,6 +209,7 @@ class _Reader:
                 continue
             end = starts[idx + 1] if idx + 1 < len(starts) else len(masked)
             chunk = masked[start:end]
+            first = chunk.split("\n", 1)[0]
             word = _WORD.match(chunk)
             head = word.group() if word else ""
             if head in PREFIXES and (m := _PREFIX.match(chunk.rstrip()) or _INLINE_PREFIX.match(chunk)):
@@ -204,14 +218,15 @@ class _Reader:
                 if m.re is _PREFIX:
                     continue
                 start, chunk = start + m.end(), masked[start + m.end():end]
+                first = chunk.split("\n", 1)[0]
                 word = _WORD.match(chunk)
                 head = word.group() if word else ""
             if head in ("section", "namespace", "public", "noncomputable", "meta", "@[") \
-                    and (m := _SCOPE.match(chunk)) and not chunk[m.end():].strip():
+                    and (m := _SCOPE.match(first)) and not first[m.end():].strip():
                 self.open_scope(m.group(1), m.group(2))
-            elif head == "mutual" and chunk.strip() == "mutual":
+            elif head == "mutual" and first.strip() == "mutual":
                 self.scopes.append(_Scope("mutual", ""))
-            elif head == "end" and (m := _END.match(chunk)):
+            elif head == "end" and (m := _END.match(first)):
                 if not self.close_scope(m.group(1), start):
                     return
             elif head == "variable":
@@ -219,9 +234,12 @@ class _Reader:
             elif head in KEYWORDS or head in MODIFIERS or head == "@[":
                 consumed = self.declaration(start, prefixes)
             prefixes = []
+        kept = {(d.line, d.column) for d in self.decls}
         for m in _INDENTED_DECL.finditer(masked):
+            if self.text.line_col(m.start(1)) in kept:  # indented after attributes at column 0: read
+                continue
             line, col = self.text.line_col(m.start(1))
-            self.refusals.append(Refusal(line, col, "not at column 0 (inside `mutual` or a term): "
+            self.refusals.append(Refusal(line, col, "not at column 0 (inside `mutual`, a macro's quotation or a term): "
                                          "the reader reads commands at column 0 only"))
 
     def scopes_or_file(self) -> _Scope:
@@ -277,15 +295,15 @@ class _Reader:
         short, _ = _read_name(masked, source, name_pos)
         if not short:
             self.refusals.append(Refusal(line, col, f"`{kind}` without a name"))
-            return pos
+            return name_pos
         full = short[len("_root_."):] if short.startswith("_root_.") else ".".join(self.namespace() + [short])
         if "private" in modifiers:
             self.refusals.append(Refusal(line, col, "private: its name is local to the file, not a mathlib name", full))
-            return pos
+            return name_pos
         stop = statement_end(masked, name_pos)
         if stop < 0:
             self.refusals.append(Refusal(line, col, "no `:=` (or `where`, or `| ... =>`) before the next command", full))
-            return pos
+            return name_pos
         docstring = self.doc_for(start)
         variables = self.variables() + prefixes
         self.decls.append(Declaration(
