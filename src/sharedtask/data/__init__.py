@@ -74,8 +74,11 @@ def dataset_folders(task_id: str, name: str) -> tuple[Path, Path | None, str]:
     missing = store.assemble(ds, show_progress=False)
     inputs = [f.target for f in missing if f.role == "input"]
     if inputs:
+        built = ds.checkout is not None and any(f.source == "build" for f in missing)
         raise SharedTaskError(f"dataset {ds.id} lacks {', '.join(inputs)}",
-                              hint=f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from PATH")
+                              hint=f"sharedtask data build {ds.id} --from CHECKOUT (a clone of {ds.checkout.repository} "
+                                   f"at {ds.checkout.commit})" if built and ds.checkout else
+                              f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from PATH")
     root = store.dataset_dir(ds)
     truth_missing = any(f.role == "truth" for f in missing)
     return root / "input", None if truth_missing else root / "truth", ds.id

@@ -54,8 +54,8 @@ class BuildResult:
     digests: dict[str, str] = field(default_factory=dict)  # target -> sha256 of the bytes written
 
     def refusal_counts(self) -> Counter[str]:
-        """Refusals by reason (the reason's text up to its first colon)."""
-        return Counter(r.reason.split(":")[0] for _, r in self.refusals)
+        """Refusals by reason (the reason's text up to its first ": ")."""
+        return Counter(r.reason.split(": ")[0] for _, r in self.refusals)
 
 
 def check_checkout(root: Path) -> None:

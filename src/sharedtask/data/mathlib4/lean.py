@@ -129,32 +129,35 @@ def _is_alternative(masked: str, pos: int) -> bool:
     return False
 
 
-_STOP_CANDIDATE = re.compile("[" + re.escape(OPEN + CLOSE) + r":|w\n]")
+_STOP_CANDIDATE = re.compile("[" + re.escape(OPEN + CLOSE) + r"|\n]|:=|(?<![\w.'])(?:where|let|have)(?![\w'!?])")
 
 
 def statement_end(masked: str, pos: int) -> int:
     """Where the statement starting at ``pos`` ends: the first ``:=``, ``where`` or match
-    alternative outside brackets; -1 when a command at column 0 (or the end) comes first."""
-    depth, n = 0, len(masked)
+    alternative outside brackets; -1 when a command at column 0 (or the end) comes first.
+    A ``let``/``have`` in the statement owns the next ``:=`` (``: let x := 2; x = 2 := rfl``)."""
+    depth, n, pending = 0, len(masked), 0
     while m := _STOP_CANDIDATE.search(masked, pos):
-        i, ch = m.start(), m.group()
-        pos = i + 1
-        if ch in OPEN:
+        i, tok = m.start(), m.group()
+        pos = m.end()
+        if tok in OPEN:
             depth += 1
-        elif ch in CLOSE:
+        elif tok in CLOSE:
             depth = max(0, depth - 1)
-        elif depth == 0:
-            if ch == ":" and masked.startswith(":=", i):
+        elif depth > 0:
+            continue
+        elif tok == ":=":
+            if not pending:
                 return i
-            if ch == "|" and _is_alternative(masked, i):
-                return i
-            if ch == "w" and masked.startswith("where", i) and not _word_char(masked, i - 1) \
-                    and not _word_char(masked, i + 5):
-                return i
-            if ch == "\n" and i + 1 < n and not masked[i + 1].isspace():
-                word = _WORD.match(masked, i + 1)
-                if word and word.group() in COMMANDS | {"@["}:
-                    return -1
+            pending -= 1
+        elif tok in ("let", "have"):
+            pending += 1
+        elif tok == "where" or (tok == "|" and _is_alternative(masked, i)):
+            return i
+        elif tok == "\n" and i + 1 < n and not masked[i + 1].isspace():
+            word = _WORD.match(masked, i + 1)
+            if word and word.group() in COMMANDS | {"@["}:
+                return -1
     return -1
 
 
@@ -261,7 +264,7 @@ class _Reader:
                 what = f"`end {name}`" if name else "`end`"
                 have = f"the open scope is `{open_[-1].kind} {open_[-1].name}`" if open_ else "no scope is open"
                 self.refusals.append(Refusal(line, col, f"{what} does not close the scope it names ({have}): "
-                                             "the file's later declarations cannot be named; file skipped"))
+                                             "the declarations after it cannot be named; the rest of the file is skipped"))
                 return False
             self.scopes.pop()
         return True
