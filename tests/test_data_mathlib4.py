@@ -217,3 +217,12 @@ def test_the_registry_pins_an_upstream_commit_and_every_built_file() -> None:
         ("input/corpus.jsonl", "build"), ("input/queries.jsonl", "build"), ("truth/qrels.txt", "build")]
     assert all(f.sha256 and len(f.sha256) == 64 for f in ds.files)
     assert not ds.official  # LeanSearch's own 50 queries stay the task's official test (unpublished)
+
+
+def test_an_unbuilt_dataset_says_how_to_build_it(declare, capsys) -> None:
+    declare("1" * 40)
+    assert main(["data", "path", DATASET, "--input"]) == 2
+    err = capsys.readouterr().err
+    assert f"sharedtask data build {DATASET} --from CHECKOUT" in err and f"at commit {'1' * 40}" in err
+    assert main(["run", "--task", "mathlib4-search", "--image", "none:none", "--dataset", DATASET]) == 2
+    assert f"sharedtask data build {DATASET} --from CHECKOUT" in capsys.readouterr().err

@@ -231,15 +231,14 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    from sharedtask.data import get_dataset, store
+    from sharedtask.data import get_dataset, placing_hint, store
 
     ds = get_dataset(args.id)
     roles = ("input",) if args.input else ("truth",) if args.truth else ("input", "truth")
     still = store.assemble(ds, roles=roles, show_progress=False)
     if still:
         names = ", ".join(f.target for f in still)
-        raise SharedTaskError(f"{ds.id} is not complete: {names} missing",
-                              hint=f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from DIR")
+        raise SharedTaskError(f"{ds.id} is not complete: {names} missing", hint=placing_hint(ds, still))
     folder = store.dataset_dir(ds)
     print(folder / roles[0] if len(roles) == 1 else folder)
     return 0

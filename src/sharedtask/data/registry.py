@@ -85,7 +85,7 @@ class DataFile:
         if self.derive:
             return f"built from {self.derive} once it is placed"
         if self.build:
-            return f"built from a {self.build} checkout: sharedtask data build ID --from CHECKOUT"
+            return f"built from your {self.build} clone: sharedtask data build ID --from CHECKOUT"
         return "import only: sharedtask data import ID --from DIR" + (f" (the release's {self.origin})" if self.origin else "")
 
 
