@@ -69,6 +69,25 @@ def mrr_at_10(run: Path, qrels: Path) -> float:
     return sum(per_query.get(q, {"recip_rank": 0.0})["recip_rank"] for q in truth) / len(truth)
 
 
+def by_rank(run: Path, qrels: Path) -> tuple[float, float]:
+    """nDCG@20 and MRR@10 from the definition, as a check: one relevant statement per query
+    (gain 1, ideal DCG 1), so nDCG@20 = mean of 1 / log2(rank + 1) over ranks <= 20."""
+    import math
+
+    target = {q: d for q, _, d, _ in (line.split() for line in qrels.read_text(encoding="utf-8").splitlines())}
+    ranked: dict[str, list[tuple[float, str]]] = {}
+    for line in run.read_text(encoding="utf-8").splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        ranked.setdefault(qid, []).append((float(score), doc))
+    ndcg = mrr = 0.0
+    for qid, doc in target.items():
+        order = [d for _, d in sorted(ranked.get(qid, []), reverse=True)]
+        rank = order.index(doc) + 1 if doc in order else 0
+        ndcg += 1 / math.log2(rank + 1) if 0 < rank <= 20 else 0.0
+        mrr += 1 / rank if 0 < rank <= 10 else 0.0
+    return ndcg / len(target), mrr / len(target)
+
+
 def run_mode(mode: str, image: str, runs: Path, env: dict[str, str]) -> dict:
     out = runs / mode / "output"
     if out.exists() and any(out.iterdir()):
@@ -86,6 +105,7 @@ def run_mode(mode: str, image: str, runs: Path, env: dict[str, str]) -> dict:
         ev = cli("evaluate", str(run_file), "--task", TASK, "--dataset", DATASET, "--json", env=env)
         result["evaluate"] = json.loads(ev.stdout) if ev.returncode == 0 else ev.stderr.strip()
         result["mrr10"] = mrr_at_10(run_file, truth / "qrels.txt")
+        result["by_rank"] = by_rank(run_file, truth / "qrels.txt")
     return result
 
 
@@ -132,7 +152,8 @@ def main() -> int:
         ndcg = _find(r.get("evaluate"), "ndcg_cut_20") if isinstance(r.get("evaluate"), dict) else None
         if isinstance(ndcg, dict):
             ndcg = ndcg.get("value", ndcg.get("mean"))
-        peak = _find(r["record"], "peak_bytes")
+        peak = _find(r["record"], "peak_memory")
+        peak = peak.get("bytes") if isinstance(peak, dict) else None
         rows.append((mode, r["exit"], r["wall"], _find(r["record"], "wall_seconds"), peak, ndcg, r.get("mrr10"),
                      embedded, indexed))
         line = f"{mode}: exit {r['exit']}, whole run {r['wall']:.1f} s"
@@ -141,6 +162,8 @@ def main() -> int:
                      f"{int(embedded.group(3)):,} statements/s")
         if indexed:
             line += f"; BM25 index {float(indexed.group(1)):.1f} s"
+        if "by_rank" in r:
+            line += f"; by rank: nDCG@20 {r['by_rank'][0]:.4f}, MRR@10 {r['by_rank'][1]:.4f}"
         print(line, flush=True)
     print(f"\n{'mode':8} {'exit':>4} {'whole run s':>12} {'peak MiB':>9} {'nDCG@20':>8} {'MRR@10':>7}")
     for mode, code, wall, _, peak, ndcg, mrr, _, _ in rows:

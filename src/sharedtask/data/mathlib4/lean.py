@@ -24,7 +24,6 @@ that cannot be masked (an unclosed comment or string) or whose scopes do not mat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sharedtask.data.mathlib4.mask import LexError, Masked, mask
@@ -76,7 +75,7 @@ class Refusal:
 
 @dataclass
 class _Scope:
-    kind: str  # section | namespace
+    kind: str  # section | namespace | mutual | file (variables before any scope)
     name: str
     variables: list[str] = field(default_factory=list)
 
@@ -326,7 +325,3 @@ def read_declarations(source: str) -> tuple[list[Declaration], list[Refusal]]:
     reader = _Reader(text)
     reader.run()
     return reader.decls, reader.refusals
-
-
-def iter_declarations(source: str) -> Iterator[Declaration]:
-    yield from read_declarations(source)[0]
