@@ -459,9 +459,10 @@ def build_from(ds: Dataset, checkout: Path, *, show_progress: bool = True) -> tu
     for part in parts.values():
         part.parent.mkdir(parents=True, exist_ok=True)
     try:
-        total = sum(size for _, _, size in mathlib4.lean_files(checkout))
-        with byte_progress(f"read {mathlib4.SOURCE_DIR}/*.lean", total, enabled=show_progress) as advance:
-            result = mathlib4.build(checkout, parts, progress=advance)
+        sources = mathlib4.lean_files(checkout)
+        with byte_progress(f"read {mathlib4.SOURCE_DIR}/*.lean", sum(size for _, _, size in sources),
+                           enabled=show_progress) as advance:
+            result = mathlib4.build(checkout, parts, files=sources, progress=advance)
         wrong = [f for f in files if f.sha256 and result.digests[f.target] != f.sha256]
         if wrong:
             at = (f"at commit {commit}, the pinned one" if commit else "not a git work tree, so its commit is unknown")

@@ -161,9 +161,11 @@ def _json_line(obj: dict[str, object]) -> str:
 
 
 def build(root: Path, out: dict[str, Path], *, query_count: int = QUERY_COUNT,
+          files: list[tuple[str, Path, int]] | None = None,
           progress: Callable[[int], None] | None = None) -> BuildResult:
     """Write ``corpus.jsonl``, ``queries.jsonl`` and ``qrels.txt`` to the paths ``out`` gives
-    (keys ``input/corpus.jsonl``, ``input/queries.jsonl``, ``truth/qrels.txt``)."""
+    (keys ``input/corpus.jsonl``, ``input/queries.jsonl``, ``truth/qrels.txt``); ``files``:
+    ``lean_files(root)`` when the caller already listed them (for a progress total)."""
     check_checkout(root)
     result = BuildResult()
     seen: set[str] = set()
@@ -171,7 +173,7 @@ def build(root: Path, out: dict[str, Path], *, query_count: int = QUERY_COUNT,
     uses: Counter[str] = Counter()
     corpus = _HashedWriter(out["input/corpus.jsonl"])
     try:
-        for module, path, size in lean_files(root):
+        for module, path, size in (lean_files(root) if files is None else files):
             rel = path.relative_to(root).as_posix()
             result.files += 1
             result.bytes += size
