@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -63,22 +64,29 @@ def mrr_at_10(run: Path, qrels: Path) -> float:
     for line in run.read_text(encoding="utf-8").splitlines():
         qid, _, doc, _, score, _ = line.split()
         ranked.setdefault(qid, []).append((float(score), doc))
-    # trec_eval orders by score descending, then doc id descending: cut after that order
-    cut = {q: {d: s for s, d in sorted(rows, reverse=True)[:10]} for q, rows in ranked.items()}
+    # trec_eval orders by score (a C float) descending, then doc id descending: cut after that order
+    cut = {q: {d: s for s, d in sorted(rows, key=lambda r: (_single(str(r[0])), r[1]), reverse=True)[:10]}
+           for q, rows in ranked.items()}
     per_query = pytrec_eval.RelevanceEvaluator(truth, {"recip_rank"}).evaluate(cut)
     return sum(per_query.get(q, {"recip_rank": 0.0})["recip_rank"] for q in truth) / len(truth)
 
 
+def _single(score: str) -> float:
+    """The score as trec_eval holds it: a C float (two dense scores 8e-9 apart tie there)."""
+    return struct.unpack("f", struct.pack("f", float(score)))[0]
+
+
 def by_rank(run: Path, qrels: Path) -> tuple[float, float]:
     """nDCG@20 and MRR@10 from the definition, as a check: one relevant statement per query
-    (gain 1, ideal DCG 1), so nDCG@20 = mean of 1 / log2(rank + 1) over ranks <= 20."""
+    (gain 1, ideal DCG 1), so nDCG@20 = mean of 1 / log2(rank + 1) over ranks <= 20; the rank
+    in trec_eval's order (score as a C float descending, then doc id descending)."""
     import math
 
     target = {q: d for q, _, d, _ in (line.split() for line in qrels.read_text(encoding="utf-8").splitlines())}
     ranked: dict[str, list[tuple[float, str]]] = {}
     for line in run.read_text(encoding="utf-8").splitlines():
         qid, _, doc, _, score, _ = line.split()
-        ranked.setdefault(qid, []).append((float(score), doc))
+        ranked.setdefault(qid, []).append((_single(score), doc))
     ndcg = mrr = 0.0
     for qid, doc in target.items():
         order = [d for _, d in sorted(ranked.get(qid, []), reverse=True)]
