@@ -226,3 +226,21 @@ def test_an_unbuilt_dataset_says_how_to_build_it(declare, capsys) -> None:
     assert f"sharedtask data build {DATASET} --from CHECKOUT" in err and f"at commit {'1' * 40}" in err
     assert main(["run", "--task", "mathlib4-search", "--image", "none:none", "--dataset", DATASET]) == 2
     assert f"sharedtask data build {DATASET} --from CHECKOUT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("source", "masked"), [
+    ('x := r#"a "b" := c"# y', 'x := r#"__________"# y'),  # a raw string may hold quotes and :=
+    ("add_comm' a b = f' 'c'", "add_comm' a b = f' '_'"),  # primes of names are not char literals
+    ("'\\n' -- c := d\n/- a /- b -/ c -/e", "'__'" + " " * 10 + "\n" + " " * 17 + "e"),  # nested comment
+    ("«x := y».z", "«______».z"),
+])
+def test_the_mask_keeps_positions_and_hides_strings_comments_and_names(source: str, masked: str) -> None:
+    from sharedtask.data.mathlib4.mask import mask
+
+    assert mask(source).masked == masked
+
+
+def test_an_unclosed_string_refuses_the_file_at_its_quote() -> None:
+    decls, refused = read_declarations('theorem a : True := trivial\n\ntheorem b (s : String := "oops) : True\n')
+    assert decls == [] and [(r.line, r.column, r.reason) for r in refused] == [
+        (3, 26, "a string opened here is never closed; file skipped")]
