@@ -57,6 +57,25 @@ def test_the_order_of_the_documents_does_not_change_the_ranking() -> None:
     assert len(set(scores)) < len(scores)  # the test has ties to break
 
 
+@pytest.mark.parametrize(("k", "block"), [(5, 16), (40, 16), (7, 7), (1, 50)])
+def test_top_k_equals_a_full_sort_by_score_then_id_descending(k: int, block: int) -> None:
+    # the pruned top-k (block's own k-th score, each query's running floor) against the
+    # definition: every (score, id) of every document, sorted, first k; many ties on purpose
+    rng = np.random.default_rng(11)
+    docs = _unit(rng.integers(-2, 3, size=(200, 3)).tolist())
+    docs = docs[np.isfinite(docs).all(axis=1)]
+    ids = [f"d{rng.integers(10 ** 6):06d}-{i}" for i in range(len(docs))]
+    queries = _unit([[1, 0, 0], [1, 1, 0], [0, -1, 2], [1, 1, 1]])
+    top = TopK(queries, k)
+    for lo in range(0, len(docs), block):
+        top.add(docs[lo:lo + block], ids[lo:lo + block])
+    exact = quantize(queries) @ quantize(docs).T * 2.0 ** (-2 * SCALE_BITS)
+    for q, hits in enumerate(top.hits()):
+        want = sorted(zip(exact[q].tolist(), ids), reverse=True)[:k]
+        assert hits == [(doc, score) for score, doc in want]
+        assert len({s for s, _ in want}) < len(want) or k == 1  # ties were there to break
+
+
 def test_quantised_scores_are_exact_whatever_order_the_sum_takes() -> None:
     # BLAS sums in a CPU-dependent order; the quantised products must not care. Summed
     # here in three orders (BLAS, forward, reversed) in float64: the same bits each time.

@@ -19,6 +19,15 @@ def test_statements_fixture_reads_every_field_and_skips_blank_lines() -> None:
     assert second.id == "abs_add" and second.name == "" and second.informal == "triangle inequality"
 
 
+def test_an_empty_informal_text_is_a_statement_without_restatement(tmp_path: Path) -> None:
+    """A corpus built from mathlib4's sources (sharedtask data build) has no informal text."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"id": "Nat.succ_le", "name": "Nat.succ_le", "formal": "theorem succ_le : 1 ≤ 2", '
+                    '"informal": "", "module": "Mathlib.X"}\n', encoding="utf-8")
+    (only,) = read_statements(path)
+    assert only.informal == "" and only.formal == "theorem succ_le : 1 ≤ 2"
+
+
 def test_queries_keep_file_order() -> None:
     assert [(q.number, q.query) for q in read_queries(FIX / "queries.jsonl")][:2] == [
         ("1", "commutativity of addition"), ("2", "triangle inequality")]
@@ -26,7 +35,7 @@ def test_queries_keep_file_order() -> None:
 
 @pytest.mark.parametrize(("text", "where", "what"), [
     ('{"id": "a", "formal": "x", "informal": "y"}\n{"id": "a", "formal": "x", "informal": "y"}\n', ":2", "appears twice"),
-    ('{"id": "a", "formal": "x"}\n', ":1", "'informal' must be a non-empty string, found missing"),
+    ('{"id": "a", "formal": "x"}\n', ":1", "'informal' must be a string, found missing"),
     ('{"id": 7, "formal": "x", "informal": "y"}\n', ":1", "'id' must be a non-empty string, found int 7"),
     ('{"id": "a", "formal": "x", "informal": "y"}\n{"id": "b", "formal": \n', ":2:", "not valid JSON"),
     ('["a", "b"]\n', ":1:1", "expected a JSON object, found list"),

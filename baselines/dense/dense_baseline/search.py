@@ -23,26 +23,44 @@ _UNSCALE = 2.0 ** (-2 * SCALE_BITS)
 
 
 class TopK:
-    """The k best (score, doc id) per query over blocks of documents."""
+    """The k best (score, doc id) per query over blocks of documents.
+
+    Per block, only the documents that can still enter a query's top k are looked at: those
+    scoring at least both the block's own k-th best score (``np.partition``) and the query's
+    k-th best so far. Ties at that floor are kept and settled by doc id, so the result is
+    the exact top k of the total order. Why not one ``lexsort`` of every score with its id:
+    the ids were broadcast to every query, (queries x (k + block)) strings per block, which
+    for 1,000 queries over mathlib4's 185k statements (ids up to ~150 characters) took
+    3.9 GB and minutes per block; the candidates are a handful of rows after the first blocks.
+    """
 
     def __init__(self, queries: np.ndarray, k: int) -> None:
         self.queries, self.k = quantize(queries), k
-        self.scores = np.full((len(queries), 0), -np.inf, dtype=np.float64)
-        self.ids = np.full((len(queries), 0), "", dtype=str)
+        self.best: list[list[tuple[float, str]]] = [[] for _ in range(len(queries))]  # (score, id) descending
+        self.floor = np.full(len(queries), -np.inf)  # each query's k-th best score (-inf until it has k)
 
     def add(self, block: np.ndarray, ids: list[str]) -> None:
         """Score one block of unit document vectors (with their ids) against every query."""
-        scores = np.concatenate([self.scores, (self.queries @ quantize(block).T) * _UNSCALE], axis=1)
-        names = np.concatenate([self.ids, np.broadcast_to(np.array(ids, dtype=str), (len(self.queries), len(ids)))],
-                               axis=1)
-        # ascending by (score, id), read backwards: score descending, then id descending
-        order = np.lexsort((names, scores), axis=1)[:, ::-1][:, :self.k]
-        self.scores = np.take_along_axis(scores, order, axis=1)
-        self.ids = np.take_along_axis(names, order, axis=1)
+        scores = (self.queries @ quantize(block).T) * _UNSCALE
+        threshold = self.floor
+        if scores.shape[1] > self.k:
+            kth = np.partition(scores, scores.shape[1] - self.k, axis=1)[:, scores.shape[1] - self.k]
+            threshold = np.maximum(threshold, kth)
+        rows, cols = np.nonzero(scores >= threshold[:, None])  # row-major: each query's candidates together
+        if not len(rows):
+            return
+        bounds = (np.flatnonzero(np.diff(rows)) + 1).tolist()
+        for start, end in zip([0, *bounds], [*bounds, len(rows)]):
+            r = int(rows[start])
+            picked = cols[start:end]
+            merged = self.best[r] + list(zip(scores[r, picked].tolist(), [ids[c] for c in picked.tolist()]))
+            # descending by (score, id): score descending, then id descending
+            self.best[r] = sorted(merged, reverse=True)[:self.k]
+            if len(self.best[r]) == self.k:
+                self.floor[r] = self.best[r][-1][0]
 
     def hits(self) -> list[Hits]:
-        return [[(str(i), float(s)) for s, i in zip(row_s, row_i) if np.isfinite(s)]
-                for row_s, row_i in zip(self.scores, self.ids)]
+        return [[(doc, score) for score, doc in row if np.isfinite(score)] for row in self.best]
 
 
 def rrf(rankings: list[Hits], k: int = 60, depth: int = 1000) -> Hits:

@@ -4,6 +4,7 @@
     sharedtask data show ID [--json]
     sharedtask data fetch ID [--mirror URL]
     sharedtask data import ID --from PATH
+    sharedtask data build ID --from CHECKOUT
     sharedtask data verify ID [--json]
     sharedtask data path ID [--input | --truth]
 
@@ -51,6 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--from", dest="source", type=Path, required=True, metavar="PATH",
                      help="a folder of the release (or one file)")
     imp.set_defaults(func=_import)
+    bld = sub.add_parser("build", help="derive a dataset's files from your checkout of its source (mathlib4)",
+                         description="Read the checkout (e.g. git clone https://github.com/leanprover-community/mathlib4 "
+                                     "&& git -C mathlib4 checkout COMMIT, the commit `data show ID` names) and write "
+                                     "the dataset's files, checked against the registry's sha256. No text of the "
+                                     "source ships with sharedtask: it is read from your copy.")
+    bld.add_argument("id", help="a dataset whose files are built, e.g. mathlib4-search/known-item")
+    bld.add_argument("--from", dest="source", type=Path, required=True, metavar="CHECKOUT",
+                     help="the top folder of the checkout")
+    bld.add_argument("--json", action="store_true", help="counts and sha256 as JSON on stdout")
+    bld.set_defaults(func=_build)
     ver = sub.add_parser("verify", help="re-hash every placed file against the registry and the manifest")
     ver.add_argument("id", help=ID_HELP)
     ver.add_argument("--json", action="store_true", help="JSON on stdout")
@@ -174,6 +185,34 @@ def _import(args: argparse.Namespace) -> int:
     return _report_missing(ds, store.missing(ds))
 
 
+def _build(args: argparse.Namespace) -> int:
+    import time
+
+    from sharedtask.data import get_dataset, store
+
+    ds = get_dataset(args.id)
+    started = time.perf_counter()
+    done, result = store.build_from(ds, args.source, show_progress=not args.json)
+    seconds = time.perf_counter() - started
+    refusals = dict(sorted(result.refusal_counts().items()))
+    if args.json:
+        print(json.dumps({"id": ds.id, "commit": ds.checkout.commit if ds.checkout else None, "files": result.files,
+                          "bytes": result.bytes, "statements": result.statements,
+                          "with_docstring": result.with_docstring, "queries": result.queries,
+                          "refusals": refusals, "seconds": round(seconds, 2), "sha256": result.digests}, indent=2))
+        return 0
+    console = _console()
+    console.print(f"{ds.id}: read {result.files:,} files ({result.bytes:,} bytes) in {seconds:.1f} s: "
+                  f"{result.statements:,} statements ({result.with_docstring:,} with a docstring), "
+                  f"{result.queries:,} known-item queries")
+    for reason, count in refusals.items():
+        console.print(f"  refused {count:,}: {escape(reason)}")
+    for target in done:
+        console.print(f"[green]ok[/]  {escape(target)}: sha256 {result.digests[target]}")
+    console.print(f"folder: {escape(str(store.dataset_dir(ds)))}")
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     from sharedtask.data import get_dataset, store
 
@@ -192,15 +231,14 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    from sharedtask.data import get_dataset, store
+    from sharedtask.data import get_dataset, placing_hint, store
 
     ds = get_dataset(args.id)
     roles = ("input",) if args.input else ("truth",) if args.truth else ("input", "truth")
     still = store.assemble(ds, roles=roles, show_progress=False)
     if still:
         names = ", ".join(f.target for f in still)
-        raise SharedTaskError(f"{ds.id} is not complete: {names} missing",
-                              hint=f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from DIR")
+        raise SharedTaskError(f"{ds.id} is not complete: {names} missing", hint=placing_hint(ds, still))
     folder = store.dataset_dir(ds)
     print(folder / roles[0] if len(roles) == 1 else folder)
     return 0

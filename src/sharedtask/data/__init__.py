@@ -13,7 +13,7 @@ from pathlib import Path
 from sharedtask.data.registry import DataFile, Dataset, all_datasets, get_dataset, official_dataset
 
 __all__ = ["DataFile", "Dataset", "all_datasets", "dataset_folders", "get_dataset", "import_hint", "official_dataset",
-           "official_truth", "placed_dataset"]
+           "official_truth", "placed_dataset", "placing_hint"]
 
 
 def official_truth(task_id: str) -> tuple[Dataset, Path] | None:
@@ -58,6 +58,14 @@ def import_hint(ds: Dataset) -> str | None:
     return f"sharedtask data import {ds.id} --from DIR, DIR holding {', '.join(f.origin or f.path for f in files)}"
 
 
+def placing_hint(ds: Dataset, missing: list[DataFile]) -> str:
+    """The command that places ``missing`` files of ``ds``: build from a checkout, or fetch/import."""
+    if ds.checkout is not None and any(f.source == "build" for f in missing):
+        return (f"sharedtask data build {ds.id} --from CHECKOUT, a clone of {ds.checkout.repository} "
+                f"at commit {ds.checkout.commit}")
+    return f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from PATH"
+
+
 def dataset_folders(task_id: str, name: str) -> tuple[Path, Path | None, str]:
     """``$inputDataset`` and truth folders of a registry dataset of ``task_id``, assembled.
 
@@ -74,8 +82,7 @@ def dataset_folders(task_id: str, name: str) -> tuple[Path, Path | None, str]:
     missing = store.assemble(ds, show_progress=False)
     inputs = [f.target for f in missing if f.role == "input"]
     if inputs:
-        raise SharedTaskError(f"dataset {ds.id} lacks {', '.join(inputs)}",
-                              hint=f"sharedtask data fetch {ds.id}, or sharedtask data import {ds.id} --from PATH")
+        raise SharedTaskError(f"dataset {ds.id} lacks {', '.join(inputs)}", hint=placing_hint(ds, missing))
     root = store.dataset_dir(ds)
     truth_missing = any(f.role == "truth" for f in missing)
     return root / "input", None if truth_missing else root / "truth", ds.id

@@ -45,6 +45,7 @@ class DataFile:
     md5: str | None = None
     source_md5: str | None = None  # irds parts written from records: md5 of ir_datasets' source file
     derive: str | None = None  # built from this other target of the dataset (sharedtask.data.derive)
+    build: str | None = None  # built from the user's checkout (sharedtask data build; the dataset's checkout)
 
     @property
     def source(self) -> str:
@@ -59,6 +60,8 @@ class DataFile:
             return "url"
         if self.derive:
             return "derived"
+        if self.build:
+            return "build"
         return "import"
 
     @property
@@ -84,7 +87,17 @@ class DataFile:
             return archive
         if self.derive:
             return f"built from {self.derive} once it is placed"
+        if self.build:
+            return f"built from your {self.build} clone: sharedtask data build ID --from CHECKOUT"
         return "import only: sharedtask data import ID --from DIR" + (f" (the release's {self.origin})" if self.origin else "")
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The repository and commit the dataset's ``build:`` files are derived from."""
+
+    repository: str
+    commit: str
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,7 @@ class Dataset:
     irds: str | None = None
     judged_topics: int | None = None
     source_path: Path | None = None
+    checkout: Checkout | None = None
 
     def file(self, target: str) -> DataFile | None:
         return next((f for f in self.files if f.target == target), None)
@@ -160,11 +174,15 @@ def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
         if f.derive and (f.derive, f.format) not in DERIVATIONS:
             raise SpecError(f"{path}: datasets.{dataset_id}: no way to build {f.format} from {f.derive}",
                             hint="known: " + ", ".join(f"{fmt} from a {src}" for src, fmt in DERIVATIONS))
+        if f.build and not entry.get("checkout"):
+            raise SpecError(f"{path}: datasets.{dataset_id}: file {f.target} is built from a checkout, "
+                            "so the dataset needs checkout: {repository, commit}")
         if f.package and not f.package_path().is_file():
             raise SpecError(f"{path}: datasets.{dataset_id}: {f.package} is not in the package data")
     return Dataset(id=dataset_id, task=entry["task"], title=entry["title"], files=files,
                    official=entry.get("official", False), irds=entry.get("irds"),
-                   judged_topics=entry.get("judged_topics"), source_path=path)
+                   judged_topics=entry.get("judged_topics"), source_path=path,
+                   checkout=Checkout(**entry["checkout"]) if entry.get("checkout") else None)
 
 
 @cache

@@ -406,7 +406,7 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
     imported: list[str] = []
     folder = dataset_dir(ds)
     for f in ds.files:
-        if f.source == "derived":  # built from the imported files by assemble() below
+        if f.source in ("derived", "build"):  # built from the imported files (assemble() below) or a checkout
             continue
         hits = _candidates(f, src)
         if src.is_file():
@@ -438,6 +438,54 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
                               hint="expected names: " + ", ".join(sorted({f.origin or f.path for f in ds.files})))
     assemble(ds, show_progress=show_progress)
     return imported
+
+
+# --------------------------------------------------------------------------- build from a checkout
+
+def build_from(ds: Dataset, checkout: Path, *, show_progress: bool = True) -> tuple[list[str], Any]:
+    """Derive the dataset's ``build:`` files from the user's checkout of its repository
+    (sharedtask.data.mathlib4.build), check each against the registry's sha256, and place
+    them all, or none: a checkout at another commit or with local changes gives other bytes,
+    and nothing is kept. Returns the targets placed and the builder's result (counts)."""
+    from sharedtask.data.mathlib4 import build as mathlib4
+
+    files = [f for f in ds.files if f.source == "build"]
+    if not files or ds.checkout is None:
+        raise SharedTaskError(f"dataset {ds.id} is not built from a checkout",
+                              hint="data build is for datasets whose files say build: (sharedtask data show ID)")
+    checkout = Path(checkout)
+    mathlib4.check_checkout(checkout)
+    commit = mathlib4.check_commit(checkout, ds.checkout.commit)
+    folder = dataset_dir(ds)
+    parts = {f.target: _part(folder / f.target) for f in files}
+    for part in parts.values():
+        part.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        sources = mathlib4.lean_files(checkout)
+        with byte_progress(f"read {mathlib4.SOURCE_DIR}/*.lean", sum(size for _, _, size in sources),
+                           enabled=show_progress) as advance:
+            result = mathlib4.build(checkout, parts, files=sources, progress=advance)
+        wrong = [f for f in files if f.sha256 and result.digests[f.target] != f.sha256]
+        if wrong:
+            at = (f"at commit {commit}, the pinned one" if commit else "not a git work tree, so its commit is unknown")
+            raise SharedTaskError(
+                f"{checkout} gives other files than the registry's: "
+                + ", ".join(f"{f.target} sha256 {result.digests[f.target][:16]}…, expected {f.sha256[:16]}…"
+                            for f in wrong) + f" (the checkout is {at}); nothing was kept",
+                hint=f"build from a clean clone: git clone {ds.checkout.repository} && git -C mathlib4 checkout "
+                     f"{ds.checkout.commit} (git status there shows local changes)")
+    except BaseException:
+        for part in parts.values():
+            part.unlink(missing_ok=True)
+        raise
+    placed: dict[str, dict[str, Any]] = {}
+    for f in files:
+        final = folder / f.target
+        _install(parts[f.target], final)
+        placed[f.target] = _entry(result.digests[f.target], final.stat().st_size,
+                                  f"build:{ds.checkout.repository}@{ds.checkout.commit}")
+    _record(ds, placed)
+    return list(placed), result
 
 
 # --------------------------------------------------------------------------- verify

@@ -54,13 +54,15 @@ def json_objects(path: PathLike, what: str) -> Iterator[tuple[int, dict]]:
         raise decode_error(path, exc, lineno + 1) from None
 
 
-def text_field(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = True) -> str:
+def text_field(path: PathLike, obj: dict, key: str, lineno: int, *, required: bool = True,
+               may_be_empty: bool = False) -> str:
     value = obj.get(key)
     if value is None and not required:
         return ""
-    if not isinstance(value, str) or (required and not value.strip()):
+    if not isinstance(value, str) or (required and not may_be_empty and not value.strip()):
         found = "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
-        raise FormatError(path, f"field {key!r} must be a non-empty string, found {found}", line=lineno,
+        what = "a string" if may_be_empty else "a non-empty string"
+        raise FormatError(path, f"field {key!r} must be {what}, found {found}", line=lineno,
                           hint=f'add "{key}": "..." to this line')
     return value
 
@@ -79,7 +81,9 @@ def read_statements(path: PathLike) -> Iterator[Statement]:
     seen: set[str] = set()
     for lineno, obj in json_objects(path, '{"id": ..., "formal": ..., "informal": ...}'):
         doc_id = unique_id(path, obj, lineno, seen, "statement")
-        yield Statement(doc_id, text_field(path, obj, "formal", lineno), text_field(path, obj, "informal", lineno),
+        # "informal" may be "": a corpus built from mathlib4's sources has no informal restatement
+        yield Statement(doc_id, text_field(path, obj, "formal", lineno),
+                        text_field(path, obj, "informal", lineno, may_be_empty=True),
                         text_field(path, obj, "name", lineno, required=False))
 
 
