@@ -1,0 +1,150 @@
+"""Which of a run's write limits the kernel holds, and the file systems that hold them.
+
+- ``$outputDir`` is a bounded ext4 image (:mod:`.limitfs`) mounted in a private folder and
+  bound into the container; after the run its tree is copied to the run's output folder.
+- The container's writable layer (overlay2's layer folder) is put on a bounded image
+  between ``create`` and ``start``.
+- Volumes the image declares (``VOLUME``) would be anonymous docker volumes, unbounded:
+  each gets a size-limited tmpfs instead, whose pages count against the memory limit.
+
+Where the kernel cannot hold a limit (not root, no loop driver, another storage driver,
+or ``SHAREDTASK_KERNEL_LIMITS=0``) the walk of before holds it and the run record says so
+with the reason, as the seccomp profile does: a participant's laptop without root can
+still run the sandbox, and an organizer sees in every record what held its limits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox import limitfs
+from sharedtask.sandbox.outputs import Copied, copy_tree
+from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Limits
+from sharedtask.units import format_size
+
+ENV_SWITCH = "SHAREDTASK_KERNEL_LIMITS"
+WALKED = "walked while the container runs"
+
+
+def kernel_unavailable() -> str | None:
+    """Why the kernel cannot hold the limits here (None: it can)."""
+    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "no", "off", "false"):
+        return f"turned off by {ENV_SWITCH}=0"
+    return limitfs.unavailable()
+
+
+def volume_mounts(image_attrs: dict[str, Any], limits: Limits) -> dict[str, str]:
+    """A bounded tmpfs for every volume the image declares (docker then makes no anonymous volume).
+
+    Sized like /tmp: the pages are memory, so their sum is held by the memory limit too.
+    The image's files at that path are not copied in (docker would, into an unbounded volume).
+    """
+    declared = (image_attrs.get("Config") or {}).get("Volumes") or {}
+    size = min(limits.disk, limits.memory)
+    contract = {INPUT_MOUNT, OUTPUT_MOUNT, INPUT_RUN_MOUNT, "/tmp"}
+    return {path: f"rw,nosuid,nodev,size={size},mode=1777"
+            for path in sorted(declared) if os.path.normpath(path) not in contract}
+
+
+@dataclass
+class Bounds:
+    """The bounded file systems of one run (None where the walk holds the limit instead)."""
+
+    limits: Limits
+    output: limitfs.BoundedFs | None = None
+    layer: limitfs.BoundedFs | None = None
+    output_enforcement: str = WALKED
+    disk_enforcement: str = "not enforced: the container did not start"
+    copied: Copied = field(default_factory=Copied)
+
+    @classmethod
+    def prepare(cls, limits: Limits) -> "Bounds":
+        """Make the output file system (before the container exists)."""
+        bounds = cls(limits)
+        reason = kernel_unavailable()
+        if reason is not None:
+            bounds.output_enforcement = f"{WALKED} (not kernel-enforced: {reason})"
+            return bounds
+        try:
+            bounds.output = limitfs.create("output", limits.max_output, entries=limits.max_output_entries)
+        except OSError as exc:
+            raise SharedTaskError(f"the output file system could not be made: {exc}",
+                                  hint=f"set {ENV_SWITCH}=0 to fall back to walking $outputDir") from None
+        bounds.output_enforcement = (f"enforced by the kernel: a {format_size(limits.max_output)} ext4 image "
+                                     f"(+{format_size(limitfs.SLACK)} slack), loop-mounted")
+        return bounds
+
+    def output_source(self, output_dir: Path) -> Path:
+        """The host folder to bind at $outputDir."""
+        return self.output.mountpoint if self.output is not None else output_dir
+
+    def bound_layer(self, container: Any) -> str | None:
+        """Put the created container's writable layer on a bounded image; the overlay2 upper
+        folder when the walk must hold the disk limit instead, else None."""
+        driver = container.attrs.get("GraphDriver") or {}
+        upper = (driver.get("Data") or {}).get("UpperDir")
+        reason = kernel_unavailable()
+        if reason is None and (driver.get("Name") != "overlay2" or not upper or Path(upper).name != "diff"
+                               or not os.path.isdir(upper)):
+            reason = (f"storage driver {driver.get('Name') or 'unknown'} without a local overlay2 layer folder "
+                      "(a remote daemon or another driver)")
+        if reason is None:
+            try:
+                self.layer = limitfs.bound_layer(Path(upper).parent, self.limits.disk)
+            except OSError as exc:
+                raise SharedTaskError(f"the container's writable layer could not be bounded: {exc}",
+                                      hint=f"set {ENV_SWITCH}=0 to fall back to walking the layer") from None
+            self.disk_enforcement = (f"enforced by the kernel: the writable layer is a {format_size(self.limits.disk)} "
+                                     f"ext4 image (+{format_size(limitfs.SLACK)} slack), loop-mounted")
+            return None
+        if upper and os.access(upper, os.R_OK | os.X_OK):
+            self.disk_enforcement = f"enforced: the writable layer is {WALKED} (not kernel-enforced: {reason})"
+            return str(upper)
+        self.disk_enforcement = (f"not enforced: storage driver {driver.get('Name') or 'unknown'} "
+                                 "has no writable layer readable by this user")
+        return None
+
+    def usage(self) -> tuple[int | None, int | None, int | None]:
+        """Output bytes, output entries and layer bytes as the kernel counts them (None: walked)."""
+        out_bytes = out_entries = layer_bytes = None
+        if self.output is not None:
+            out_bytes, out_entries = self.output.usage()
+        if self.layer is not None:
+            try:
+                layer_bytes = self.layer.usage()[0]
+            except OSError:  # docker removed the layer with the container
+                pass
+        return out_bytes, out_entries, layer_bytes
+
+    def full(self) -> str | None:
+        """``"output"``/``"disk"`` when that file system is (nearly) full: the kernel refused writes."""
+        for name, fs in (("output", self.output), ("disk", self.layer)):
+            try:
+                if fs is not None and fs.near_full():
+                    return name
+            except OSError:
+                continue
+        return None
+
+    def collect(self, output_dir: Path) -> None:
+        """Copy the output tree to ``output_dir`` (after the container is gone)."""
+        if self.output is not None:
+            # Data bytes, hard links counted per name: what the host would read.
+            try:
+                self.copied = copy_tree(self.output.mountpoint, output_dir, self.limits.max_output + limitfs.SLACK)
+            except OSError as exc:
+                self.copied = Copied(complete=False, error=f"{exc.strerror or exc} ({exc.filename or 'an entry'})")
+
+    def release(self) -> None:
+        """Unmount what is still mounted (the layer normally went with the container)."""
+        for fs in (self.output, self.layer):
+            if fs is None:
+                continue
+            try:
+                limitfs.release(fs)
+            except OSError:
+                pass  # the next run's reaper unmounts it (limitfs.reap)
