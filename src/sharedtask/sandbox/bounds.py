@@ -5,7 +5,9 @@
 - The container's writable layer (overlay2's layer folder) is put on a bounded image
   between ``create`` and ``start``.
 - Volumes the image declares (``VOLUME``) would be anonymous docker volumes, unbounded:
-  each gets a size-limited tmpfs instead, whose pages count against the memory limit.
+  they get folders of one more bounded image of the disk limit's size instead (without
+  the kernel: a size-limited tmpfs each, whose pages count against the memory limit).
+  Either way docker makes no volume, and the image's files at that path are not copied in.
 
 Where the kernel cannot hold a limit (not root, no loop driver, another storage driver,
 or ``SHAREDTASK_KERNEL_LIMITS=0``) the walk of before holds it and the run record says so
@@ -37,17 +39,11 @@ def kernel_unavailable() -> str | None:
     return limitfs.unavailable()
 
 
-def volume_mounts(image_attrs: dict[str, Any], limits: Limits) -> dict[str, str]:
-    """A bounded tmpfs for every volume the image declares (docker then makes no anonymous volume).
-
-    Sized like /tmp: the pages are memory, so their sum is held by the memory limit too.
-    The image's files at that path are not copied in (docker would, into an unbounded volume).
-    """
+def declared_volumes(image_attrs: dict[str, Any]) -> list[str]:
+    """The image's ``VOLUME`` paths, except the contract's own mounts (bound anyway)."""
     declared = (image_attrs.get("Config") or {}).get("Volumes") or {}
-    size = min(limits.disk, limits.memory)
     contract = {INPUT_MOUNT, OUTPUT_MOUNT, INPUT_RUN_MOUNT, "/tmp"}
-    return {path: f"rw,nosuid,nodev,size={size},mode=1777"
-            for path in sorted(declared) if os.path.normpath(path) not in contract}
+    return [path for path in sorted(declared) if os.path.normpath(path) not in contract]
 
 
 @dataclass
@@ -57,30 +53,48 @@ class Bounds:
     limits: Limits
     output: limitfs.BoundedFs | None = None
     layer: limitfs.BoundedFs | None = None
+    volumes: limitfs.BoundedFs | None = None
+    declared: list[str] = field(default_factory=list)
     output_enforcement: str = WALKED
     disk_enforcement: str = "not enforced: the container did not start"
     copied: Copied = field(default_factory=Copied)
 
     @classmethod
-    def prepare(cls, limits: Limits) -> "Bounds":
-        """Make the output file system (before the container exists)."""
-        bounds = cls(limits)
+    def prepare(cls, limits: Limits, declared: list[str]) -> "Bounds":
+        """Make the output (and volume) file systems, before the container exists."""
+        bounds = cls(limits, declared=declared)
         reason = kernel_unavailable()
         if reason is not None:
             bounds.output_enforcement = f"{WALKED} (not kernel-enforced: {reason})"
             return bounds
         try:
             bounds.output = limitfs.create("output", limits.max_output, entries=limits.max_output_entries)
+            if declared:
+                bounds.volumes = limitfs.create("volumes", limits.disk)
+                for n in range(len(declared)):
+                    folder = bounds.volumes.mountpoint / f"v{n}"
+                    folder.mkdir()
+                    folder.chmod(0o1777)  # like /tmp: whichever user the container runs as
         except OSError as exc:
+            bounds.release()
             raise SharedTaskError(f"the output file system could not be made: {exc}",
                                   hint=f"set {ENV_SWITCH}=0 to fall back to walking $outputDir") from None
         bounds.output_enforcement = (f"enforced by the kernel: a {format_size(limits.max_output)} ext4 image "
                                      f"(+{format_size(limitfs.SLACK)} slack), loop-mounted")
         return bounds
 
-    def output_source(self, output_dir: Path) -> Path:
-        """The host folder to bind at $outputDir."""
-        return self.output.mountpoint if self.output is not None else output_dir
+    def apply(self, spec: dict[str, Any], output_dir: Path) -> dict[str, Any]:
+        """The container spec with $outputDir and the declared volumes on their bounded file systems."""
+        volumes = dict(spec["volumes"])
+        if self.output is not None:
+            volumes[str(self.output.mountpoint)] = volumes.pop(str(output_dir.resolve()))
+        tmpfs = dict(spec.get("tmpfs") or {})
+        for n, path in enumerate(self.declared):
+            if self.volumes is not None:
+                volumes[str(self.volumes.mountpoint / f"v{n}")] = {"bind": path, "mode": "rw"}
+            else:  # sized like /tmp: the pages are memory, held by the memory limit too
+                tmpfs[path] = f"rw,nosuid,nodev,size={min(self.limits.disk, self.limits.memory)},mode=1777"
+        return {**spec, "volumes": volumes, **({"tmpfs": tmpfs} if tmpfs else {})}
 
     def bound_layer(self, container: Any) -> str | None:
         """Put the created container's writable layer on a bounded image; the overlay2 upper
@@ -100,9 +114,14 @@ class Bounds:
                                       hint=f"set {ENV_SWITCH}=0 to fall back to walking the layer") from None
             self.disk_enforcement = (f"enforced by the kernel: the writable layer is a {format_size(self.limits.disk)} "
                                      f"ext4 image (+{format_size(limitfs.SLACK)} slack), loop-mounted")
+            if self.declared:
+                self.disk_enforcement += (f"; declared volumes ({', '.join(self.declared)}) are folders of "
+                                          "another such image")
             return None
+        volumes = (f"; declared volumes ({', '.join(self.declared)}) are bounded tmpfs" if self.declared
+                   and self.volumes is None else "")
         if upper and os.access(upper, os.R_OK | os.X_OK):
-            self.disk_enforcement = f"enforced: the writable layer is {WALKED} (not kernel-enforced: {reason})"
+            self.disk_enforcement = f"enforced: the writable layer is {WALKED} (not kernel-enforced: {reason}){volumes}"
             return str(upper)
         self.disk_enforcement = (f"not enforced: storage driver {driver.get('Name') or 'unknown'} "
                                  "has no writable layer readable by this user")
@@ -113,16 +132,17 @@ class Bounds:
         out_bytes = out_entries = layer_bytes = None
         if self.output is not None:
             out_bytes, out_entries = self.output.usage()
-        if self.layer is not None:
-            try:
-                layer_bytes = self.layer.usage()[0]
-            except OSError:  # docker removed the layer with the container
-                pass
+        for fs in (self.layer, self.volumes):  # the disk limit holds for their sum
+            if fs is not None:
+                try:
+                    layer_bytes = (layer_bytes or 0) + fs.usage()[0]
+                except OSError:  # docker removed the layer with the container
+                    pass
         return out_bytes, out_entries, layer_bytes
 
     def full(self) -> str | None:
         """``"output"``/``"disk"`` when that file system is (nearly) full: the kernel refused writes."""
-        for name, fs in (("output", self.output), ("disk", self.layer)):
+        for name, fs in (("output", self.output), ("disk", self.layer), ("disk", self.volumes)):
             try:
                 if fs is not None and fs.near_full():
                     return name
@@ -141,7 +161,7 @@ class Bounds:
 
     def release(self) -> None:
         """Unmount what is still mounted (the layer normally went with the container)."""
-        for fs in (self.output, self.layer):
+        for fs in (self.output, self.layer, self.volumes):
             if fs is None:
                 continue
             try:

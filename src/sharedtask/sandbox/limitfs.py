@@ -112,7 +112,8 @@ class BoundedFs:
 
     def near_full(self) -> bool:
         """Within :data:`NEAR` of the limit (a failed write here was the limit's doing)."""
-        return self.usage()[0] > self.limit - NEAR
+        used, _ = self.usage()
+        return used > self.limit - NEAR or os.statvfs(self.mountpoint).f_favail == 0
 
     def over(self) -> str | None:
         """Which bound was passed (``"bytes"``/``"entries"``), or None."""
@@ -129,7 +130,8 @@ def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: 
     """Make, mount and bound a fresh file system; ``mountpoint`` defaults to a new folder in :func:`base_dir`.
 
     ``entries`` caps files, directories and links (the image gets that many inodes and a
-    few more, so passing it is seen); without it mke2fs's usual one inode per 16 KiB.
+    few more, so passing it is seen); without it one inode per 8 KiB (mke2fs's default is
+    16 KiB; a layer of many small files, e.g. a pip install, needs more).
     """
     folder = base_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -137,7 +139,7 @@ def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: 
     name = f"{PREFIX}-{pid}-{started}-{purpose}-{uuid.uuid4().hex[:8]}"
     image = folder / f"{name}.img"
     mnt = mountpoint or folder / f"{name}.mnt"
-    inodes = entries + 64 if entries is not None else max(limit // 16384, 1024)
+    inodes = entries + 64 if entries is not None else max(limit // 8192, 1024)
     # Room for the data, the inode tables and ext4's own metadata (bitmaps, descriptors, ~2 %),
     # then cut down to exactly limit + SLACK with reserved_clusters below.
     size = limit + SLACK + inodes * INODE_SIZE + limit // 32 + 16 * 1024**2

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
-from sharedtask.sandbox.bounds import Bounds, volume_mounts
+from sharedtask.sandbox.bounds import Bounds, declared_volumes
 from sharedtask.sandbox.cpu import profile
 from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans, signals_held
 from sharedtask.sandbox.outputs import Usage, output_usage
@@ -241,7 +241,7 @@ class _Waiter(threading.Thread):
             self.done.set()
 
 
-def _container_spec(request: RunRequest, image_attrs: dict[str, Any]) -> dict[str, Any]:
+def _container_spec(request: RunRequest) -> dict[str, Any]:
     has_run = request.input_run is not None
     env = {**profile(request.policy.cpu).env(), **contract_environment(request.dataset_id, has_run)}
     user = request.policy.user
@@ -261,9 +261,6 @@ def _container_spec(request: RunRequest, image_attrs: dict[str, Any]) -> dict[st
         "labels": {SANDBOX_LABEL: "1", OWNER_LABEL: owner(), **request.labels},
         **request.policy.container_options(),
     }
-    volumes = volume_mounts(image_attrs, request.policy.limits)
-    if volumes:  # declared volumes: bounded tmpfs instead of unbounded anonymous volumes
-        spec["tmpfs"] = {**volumes, **spec.get("tmpfs", {})}
     if request.command is not None:
         # TIRA: `sh -c "<command>"` after substitution; the image needs /bin/sh.
         spec["entrypoint"] = ["sh", "-c"]
@@ -289,9 +286,10 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     limitfs.reap()  # after the containers: docker unmounts their layers with them
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
-    spec = _container_spec(request, image.attrs)
     limits = request.policy.limits
-    bounds = Bounds.prepare(limits)
+    bounds = Bounds.prepare(limits, declared_volumes(image.attrs))
+    recorded = _container_spec(request)  # the record names the run's own folders
+    spec = bounds.apply(recorded, request.output_dir)
     watch = _Watch(request, observer, bounds)
     started_at = _now()
     t0 = time.monotonic()
@@ -300,7 +298,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         if bounds.output is not None:
             _give_to_container(bounds.output.mountpoint, request.policy.user)
         with signals_held():  # a signal now is delivered once `container` holds the id
-            container = _create(client, image.id, _with_output_source(spec, request, bounds), request.policy)
+            container = _create(client, image.id, spec, request.policy)
             watch.upper_dir = bounds.bound_layer(container)
         watch.run(container, t0)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before or after the watch loop
@@ -356,7 +354,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         container_entrypoint=spec.get("entrypoint") or image.attrs.get("Config", {}).get("Entrypoint"),
         command=request.command,
         environment=dict(spec["environment"]),
-        mounts=dict(spec["volumes"]),
+        mounts=dict(recorded["volumes"]),
         oom_killed=watch.oom_killed,
         peak_memory=peak,
         peak_memory_source=peak_source,
@@ -375,16 +373,6 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     if observer is not None:
         observer.finished(result)
     return result
-
-
-def _with_output_source(spec: dict[str, Any], request: RunRequest, bounds: Bounds) -> dict[str, Any]:
-    """The spec with $outputDir bound from the bounded file system (the record keeps the run's folder)."""
-    source = bounds.output_source(request.output_dir)
-    if source == request.output_dir:
-        return spec
-    volumes = dict(spec["volumes"])
-    volumes[str(source)] = volumes.pop(str(request.output_dir.resolve()))
-    return {**spec, "volumes": volumes}
 
 
 def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) -> Any:
