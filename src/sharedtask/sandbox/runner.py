@@ -161,17 +161,16 @@ def _prepare_output(output_dir: Path, user: str | None) -> None:
 
 
 def _give_to_container(folder: Path, user: str | None) -> None:
-    """Let the container user write to ``folder``."""
-    output_dir = folder
+    """Let the container user write to ``folder`` (the run's output folder, or its bounded file system)."""
     uid, _, gid = (user or "").partition(":")
     if user is not None and int(uid) == os.getuid():
         return
     if user is not None and os.geteuid() == 0:
-        os.chown(output_dir, int(uid), int(gid or uid))
+        os.chown(folder, int(uid), int(gid or uid))
     else:
         # Unknown or foreign container user without CAP_DAC_OVERRIDE (all caps are
         # dropped): only a world-writable directory lets it write.
-        output_dir.chmod(0o777)
+        folder.chmod(0o777)
 
 
 class _LogPump(threading.Thread):
