@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from sharedtask.sandbox import limitfs, run
+from sharedtask.sandbox.bounds import wait_released
 from sharedtask.sandbox.outputs import copy_tree, remove_tree
 
 TASK = "touche-2020-task1"
@@ -222,7 +223,8 @@ def test_a_sigkilled_cli_leaves_no_mount_or_loop_device_after_the_next_run(docke
     mountinfo = Path("/proc/self/mountinfo").read_text()
     assert f"{limitfs.PREFIX}-{proc.pid}-" not in mountinfo
     assert not [p for p in limitfs.base_dir().iterdir() if f"-{proc.pid}-" in p.name]
-    # and this run's own file systems are gone too
+    # and this run's own file systems are gone too, once their unmount (in a thread) is done
+    wait_released()
     assert _loops_of(os.getpid()) == []
 
 

@@ -18,9 +18,11 @@ still run the sandbox, and an organizer sees in every record what held its limit
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
@@ -29,6 +31,7 @@ from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT
 from sharedtask.units import format_size
 
 ENV_SWITCH = "SHAREDTASK_KERNEL_LIMITS"
+_UNMOUNTING: list[threading.Thread] = []
 WALKED = "walked while the container runs"
 
 
@@ -55,20 +58,36 @@ class Bounds:
     layer: limitfs.BoundedFs | None = None
     volumes: limitfs.BoundedFs | None = None
     declared: list[str] = field(default_factory=list)
+    #: the output's and the writable layer's images, made while docker creates the container
+    pending: "Future[limitfs.BoundedFs] | None" = None
+    staging: "Future[limitfs.BoundedFs] | None" = None
+    output_mountpoint: Path | None = None
     output_enforcement: str = WALKED
     disk_enforcement: str = "not enforced: the container did not start"
     copied: Copied = field(default_factory=Copied)
 
     @classmethod
-    def prepare(cls, limits: Limits, declared: list[str]) -> "Bounds":
-        """Make the output (and volume) file systems, before the container exists."""
+    def prepare(cls, limits: Limits, declared: list[str], give: Callable[[Path], None]) -> "Bounds":
+        """Start making the output and layer file systems (mkfs and mount take tens of ms each:
+        they run while docker creates the container; :meth:`bound_layer` waits for them);
+        make the volumes' now. ``give`` hands the output's root to the container user."""
         bounds = cls(limits, declared=declared)
         reason = kernel_unavailable()
         if reason is not None:
             bounds.output_enforcement = f"{WALKED} (not kernel-enforced: {reason})"
             return bounds
+
+        def make_output(mountpoint: Path) -> limitfs.BoundedFs:
+            fs = limitfs.create("output", limits.max_output, entries=limits.max_output_entries, mountpoint=mountpoint)
+            give(fs.mountpoint)
+            return fs
+
         try:
-            bounds.output = limitfs.create("output", limits.max_output, entries=limits.max_output_entries)
+            bounds.output_mountpoint = limitfs.new_mountpoint("output")
+            pool = ThreadPoolExecutor(2)
+            bounds.pending = pool.submit(make_output, bounds.output_mountpoint)
+            bounds.staging = pool.submit(limitfs.create, "layer", limits.disk)
+            pool.shutdown(wait=False)
             if declared:
                 bounds.volumes = limitfs.create("volumes", limits.disk)
                 for n in range(len(declared)):
@@ -86,8 +105,8 @@ class Bounds:
     def apply(self, spec: dict[str, Any], output_dir: Path) -> dict[str, Any]:
         """The container spec with $outputDir and the declared volumes on their bounded file systems."""
         volumes = dict(spec["volumes"])
-        if self.output is not None:
-            volumes[str(self.output.mountpoint)] = volumes.pop(str(output_dir.resolve()))
+        if self.output_mountpoint is not None:
+            volumes[str(self.output_mountpoint)] = volumes.pop(str(output_dir.resolve()))
         tmpfs = dict(spec.get("tmpfs") or {})
         for n, path in enumerate(self.declared):
             if self.volumes is not None:
@@ -99,6 +118,13 @@ class Bounds:
     def bound_layer(self, container: Any) -> str | None:
         """Put the created container's writable layer on a bounded image; the overlay2 upper
         folder when the walk must hold the disk limit instead, else None."""
+        if self.pending is not None:  # the output's file system must be mounted before the start
+            pending, self.pending = self.pending, None
+            try:
+                self.output = pending.result()
+            except OSError as exc:
+                raise SharedTaskError(f"the output file system could not be made: {exc}",
+                                      hint=f"set {ENV_SWITCH}=0 to fall back to walking $outputDir") from None
         driver = container.attrs.get("GraphDriver") or {}
         upper = (driver.get("Data") or {}).get("UpperDir")
         reason = kernel_unavailable()
@@ -108,7 +134,9 @@ class Bounds:
                       "(a remote daemon or another driver)")
         if reason is None:
             try:
-                self.layer = limitfs.bound_layer(Path(upper).parent, self.limits.disk)
+                assert self.staging is not None
+                staging, self.staging = self.staging.result(), None
+                self.layer = limitfs.bound_layer(Path(upper).parent, staging)
             except OSError as exc:
                 raise SharedTaskError(f"the container's writable layer could not be bounded: {exc}",
                                       hint=f"set {ENV_SWITCH}=0 to fall back to walking the layer") from None
@@ -159,12 +187,63 @@ class Bounds:
             except OSError as exc:
                 self.copied = Copied(complete=False, error=f"{exc.strerror or exc} ({exc.filename or 'an entry'})")
 
-    def release(self) -> None:
-        """Unmount what is still mounted (the layer normally went with the container)."""
-        for fs in (self.output, self.layer, self.volumes):
-            if fs is None:
-                continue
+    def detach_layer(self) -> None:
+        """Lazily unmount the layer's image from the layer folder, in a thread, before ``docker rm``.
+
+        The container's usage has been read; docker then removes its own small folder, and the
+        image's teardown (tens of ms: ext4's unmount and the loop device's) is off the run's path.
+        """
+        layer, self.layer = self.layer, None
+        if layer is None:
+            return
+
+        def detach() -> None:
             try:
-                limitfs.release(fs)
+                limitfs.detach(layer)
             except OSError:
-                pass  # the next run's reaper unmounts it (limitfs.reap)
+                pass  # docker rm unmounts it with the container
+        thread = threading.Thread(target=detach, name="sandbox-detach-layer")
+        thread.start()
+        _UNMOUNTING.append(thread)
+
+    def release(self, wait: bool = True) -> None:
+        """Unmount what is still mounted (the layer normally went with the container).
+
+        ``wait=False`` unmounts in a thread: tearing down a loop device takes tens of
+        milliseconds the run need not wait for once its output is copied. The thread is
+        not a daemon, so the interpreter finishes it before it exits; should the process be
+        killed first, the next run's reaper unmounts what is left (limitfs.reap).
+        """
+        systems = [fs for fs in (self.output, self.layer, self.volumes) if fs is not None]
+        for future in (self.pending, self.staging):  # made for a container that was never started
+            if future is not None:
+                try:
+                    systems.append(future.result())
+                except OSError:
+                    pass
+        mountpoint = self.output_mountpoint
+        self.output = self.layer = self.volumes = self.pending = self.staging = self.output_mountpoint = None
+
+        def unmount() -> None:
+            for fs in systems:
+                try:
+                    limitfs.release(fs)
+                except OSError:
+                    pass
+            if mountpoint is not None:  # when the output's file system was never mounted
+                try:
+                    mountpoint.rmdir()
+                except OSError:
+                    pass
+        if wait:
+            unmount()
+        else:
+            thread = threading.Thread(target=unmount, name="sandbox-unmount")
+            thread.start()
+            _UNMOUNTING.append(thread)
+
+
+def wait_released() -> None:
+    """Wait until the unmounts started by ``release(wait=False)`` are done."""
+    while _UNMOUNTING:
+        _UNMOUNTING.pop().join()

@@ -49,6 +49,7 @@ ENV_DIR = "SHAREDTASK_LIMITS_DIR"
 DEFAULT_DIR = Path("/var/tmp/sharedtask-limits")
 PREFIX = "sharedtask-limit"
 MNT_DETACH = 2
+MS_BIND = 4096
 
 
 class LimitFsError(OSError):
@@ -59,6 +60,11 @@ def base_dir() -> Path:
     return Path(os.environ.get(ENV_DIR) or DEFAULT_DIR)
 
 
+def _tool(name: str) -> str | None:
+    """``name`` on PATH or in the sbin folders (a non-login root shell may lack them)."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+
+
 def unavailable() -> str | None:
     """Why kernel-enforced limits cannot be used here, or None when they can."""
     if not Path("/proc/self/mountinfo").is_file():
@@ -66,7 +72,7 @@ def unavailable() -> str | None:
     if os.geteuid() != 0:
         return "not root: mounting a loop device needs root (the organizer's worker and service run as root)"
     for tool in ("mkfs.ext4", "mount", "umount"):
-        if shutil.which(tool) is None:
+        if _tool(tool) is None:
             return f"{tool} not found (apt-get install e2fsprogs mount)"
     if not Path("/dev/loop-control").exists():
         return "no /dev/loop-control: the kernel has no loop driver (modprobe loop)"
@@ -74,7 +80,7 @@ def unavailable() -> str | None:
 
 
 def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run([_tool(argv[0]) or argv[0], *argv[1:]], capture_output=True, text=True)
     if proc.returncode != 0:
         raise LimitFsError(f"{' '.join(argv[:2])} failed: {(proc.stderr or proc.stdout).strip()[:300]}")
 
@@ -84,6 +90,14 @@ def _umount(path: Path, lazy: bool = False) -> None:
     if libc.umount2(os.fsencode(path), MNT_DETACH if lazy else 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(path))
+
+
+def _mount_bind(source: Path, target: Path) -> None:
+    """mount(2) with MS_BIND: what ``mount --bind`` does, without a process."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(os.fsencode(source), os.fsencode(target), None, ctypes.c_ulong(MS_BIND), None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(target))
 
 
 def _device_name(path: Path) -> str:
@@ -125,6 +139,21 @@ class BoundedFs:
         return None
 
 
+def _name(purpose: str) -> str:
+    """A new name carrying this process as its owner (what :func:`reap` reads back)."""
+    _, pid, started = owner().split("/")
+    return f"{PREFIX}-{pid}-{started}-{purpose}-{uuid.uuid4().hex[:8]}"
+
+
+def new_mountpoint(purpose: str) -> Path:
+    """An empty folder to mount on later (its path can go into a container spec first)."""
+    folder = base_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mnt = folder / f"{_name(purpose)}.mnt"
+    mnt.mkdir()
+    return mnt
+
+
 def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: str = "0:0",
            mountpoint: Path | None = None) -> BoundedFs:
     """Make, mount and bound a fresh file system; ``mountpoint`` defaults to a new folder in :func:`base_dir`.
@@ -135,8 +164,7 @@ def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: 
     """
     folder = base_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _, pid, started = owner().split("/")
-    name = f"{PREFIX}-{pid}-{started}-{purpose}-{uuid.uuid4().hex[:8]}"
+    name = _name(purpose)
     image = folder / f"{name}.img"
     mnt = mountpoint or folder / f"{name}.mnt"
     inodes = entries + 64 if entries is not None else max(limit // 8192, 1024)
@@ -168,7 +196,7 @@ def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: 
             except OSError:
                 pass
         image.unlink(missing_ok=True)
-        if mountpoint is None:
+        if mnt.parent == folder:
             try:
                 mnt.rmdir()
             except OSError:
@@ -176,25 +204,25 @@ def create(purpose: str, limit: int, *, entries: int | None = None, root_owner: 
         raise
 
 
-def bound_layer(layer_dir: Path, limit: int) -> BoundedFs:
+def bound_layer(layer_dir: Path, staging: BoundedFs) -> BoundedFs:
     """Put a created container's overlay2 layer folder (``diff``, ``work``, ``link``, ``lower``)
-    on a bounded file system, before the container starts.
+    on ``staging`` (a fresh :func:`create`), before the container starts.
 
-    The folder's few entries are copied onto a fresh image, which is then bind-mounted over
-    the folder; dockerd mounts the overlay from there at start, so every write of the
-    container lands on the image. ``docker rm`` unmounts it (moby's ``EnsureRemoveAll``
-    unmounts a busy folder it removes), which frees the loop device with the container.
+    The folder's few entries are copied onto the image (``cp -a``: owners, modes, xattrs),
+    which is then bind-mounted over the folder; dockerd mounts the overlay from there at
+    start, so every write of the container lands on the image. ``docker rm`` unmounts it
+    (moby's ``EnsureRemoveAll`` unmounts a busy folder it removes), which frees the loop
+    device with the container.
     """
-    staging = create("layer", limit)
     try:
         _run(["cp", "-a", f"{layer_dir}/.", f"{staging.mountpoint}/"])
-        _run(["mount", "--bind", str(staging.mountpoint), str(layer_dir)])
+        _mount_bind(staging.mountpoint, layer_dir)
     finally:
         release(staging)
     if _device_name(layer_dir) != staging.device:
         raise LimitFsError(f"{layer_dir} is not on the bounded image after the bind mount")
     st = os.statvfs(layer_dir)  # docker's few entries are part of the empty state
-    return BoundedFs(layer_dir, staging.device, limit, None, st.f_bavail, st.f_favail, st.f_frsize)
+    return BoundedFs(layer_dir, staging.device, staging.limit, None, st.f_bavail, st.f_favail, st.f_frsize)
 
 
 def _set_capacity(mnt: Path, device: str, capacity: int) -> None:
@@ -223,6 +251,11 @@ def release(fs: BoundedFs) -> None:
             fs.mountpoint.rmdir()
         except OSError:
             pass
+
+
+def detach(fs: BoundedFs) -> None:
+    """Lazy unmount (MNT_DETACH): whoever still uses the file system keeps it until done."""
+    _umount(fs.mountpoint, lazy=True)
 
 
 _NAME = re.compile(rf"{PREFIX}-(\d+)-(\d+|\?)-")

@@ -286,7 +286,8 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
     limits = request.policy.limits
-    bounds = Bounds.prepare(limits, declared_volumes(image.attrs))
+    bounds = Bounds.prepare(limits, declared_volumes(image.attrs),
+                            lambda root: _give_to_container(root, request.policy.user))
     recorded = _container_spec(request)  # the record names the run's own folders
     spec = bounds.apply(recorded, request.output_dir)
     watch = _Watch(request, observer, bounds)
@@ -294,8 +295,6 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     t0 = time.monotonic()
     container: Any = None
     try:
-        if bounds.output is not None:
-            _give_to_container(bounds.output.mountpoint, request.policy.user)
         with signals_held():  # a signal now is delivered once `container` holds the id
             container = _create(client, image.id, spec, request.policy)
             watch.upper_dir = bounds.bound_layer(container)
@@ -312,11 +311,12 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     finally:
         if container is not None:
             with signals_held():  # a second Ctrl-C waits until the container is gone
+                bounds.detach_layer()
                 _remove(container)  # forced: a running container is killed first
                 try:
                     bounds.collect(request.output_dir)
                 finally:
-                    bounds.release()
+                    bounds.release(wait=False)
     wall = time.monotonic() - t0
     ended_at = _now()
     if bounds.copied.error is not None:
