@@ -204,7 +204,7 @@ class Bounds:
                 pass  # docker rm unmounts it with the container
         thread = threading.Thread(target=detach, name="sandbox-detach-layer")
         thread.start()
-        _UNMOUNTING.append(thread)
+        _remember(thread)
 
     def release(self, wait: bool = True) -> None:
         """Unmount what is still mounted (the layer normally went with the container).
@@ -240,7 +240,12 @@ class Bounds:
         else:
             thread = threading.Thread(target=unmount, name="sandbox-unmount")
             thread.start()
-            _UNMOUNTING.append(thread)
+            _remember(thread)
+
+
+def _remember(thread: threading.Thread) -> None:
+    """Keep the unmounts still running (a long-lived worker must not collect finished ones)."""
+    _UNMOUNTING[:] = [t for t in _UNMOUNTING if t.is_alive()] + [thread]
 
 
 def wait_released() -> None:
