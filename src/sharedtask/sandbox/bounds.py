@@ -65,6 +65,8 @@ class Bounds:
     output_enforcement: str = WALKED
     disk_enforcement: str = "not enforced: the container did not start"
     copied: Copied = field(default_factory=Copied)
+    #: why the kernel does not hold the limits of this run (None: it does), decided once
+    unavailable: str | None = None
 
     @classmethod
     def prepare(cls, limits: Limits, declared: list[str], give: Callable[[Path], None]) -> "Bounds":
@@ -72,14 +74,18 @@ class Bounds:
         they run while docker creates the container; :meth:`bound_layer` waits for them);
         make the volumes' now. ``give`` hands the output's root to the container user."""
         bounds = cls(limits, declared=declared)
-        reason = kernel_unavailable()
+        reason = bounds.unavailable = kernel_unavailable()
         if reason is not None:
             bounds.output_enforcement = f"{WALKED} (not kernel-enforced: {reason})"
             return bounds
 
         def make_output(mountpoint: Path) -> limitfs.BoundedFs:
             fs = limitfs.create("output", limits.max_output, entries=limits.max_output_entries, mountpoint=mountpoint)
-            give(fs.mountpoint)
+            try:
+                give(fs.mountpoint)
+            except BaseException:
+                limitfs.release(fs)
+                raise
             return fs
 
         try:
@@ -127,7 +133,7 @@ class Bounds:
                                       hint=f"set {ENV_SWITCH}=0 to fall back to walking $outputDir") from None
         driver = container.attrs.get("GraphDriver") or {}
         upper = (driver.get("Data") or {}).get("UpperDir")
-        reason = kernel_unavailable()
+        reason = self.unavailable
         if reason is None and (driver.get("Name") != "overlay2" or not upper or Path(upper).name != "diff"
                                or not os.path.isdir(upper)):
             reason = (f"storage driver {driver.get('Name') or 'unknown'} without a local overlay2 layer folder "
