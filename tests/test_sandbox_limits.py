@@ -282,3 +282,26 @@ def test_copy_tree_stops_when_hard_links_would_multiply_the_bytes(tmp_path):
     assert not copied.complete  # 11 x 300 KB > 1 MiB: the copy stops instead of filling the host
     assert copied.bytes > MiB and sum(f.stat().st_size for f in dst.iterdir()) <= MiB + 300_000
 
+
+
+def test_require_refuses_to_run_where_the_kernel_cannot_hold_the_limits(tmp_path):
+    """Not root here is a real unprivileged process (seteuid in a child), not a mock."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop to an unprivileged uid")
+    code = textwrap.dedent("""
+        import os
+        os.environ["SHAREDTASK_KERNEL_LIMITS"] = "require"
+        from sharedtask.errors import SharedTaskError
+        from sharedtask.sandbox.bounds import kernel_unavailable
+        os.seteuid(65534)
+        try:
+            kernel_unavailable()
+        except SharedTaskError as exc:
+            print("refused:", exc)
+        os.environ["SHAREDTASK_KERNEL_LIMITS"] = "1"
+        print("auto:", kernel_unavailable())
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: the kernel cannot hold the output and disk limits here: not root" in proc.stdout
+    assert "auto: not root" in proc.stdout  # the default falls back, and the record will say why

@@ -36,10 +36,20 @@ WALKED = "walked while the container runs"
 
 
 def kernel_unavailable() -> str | None:
-    """Why the kernel cannot hold the limits here (None: it can)."""
-    if os.environ.get(ENV_SWITCH, "1").strip().lower() in ("0", "no", "off", "false"):
+    """Why the kernel cannot hold the limits here (None: it can).
+
+    ``SHAREDTASK_KERNEL_LIMITS``: unset or ``1`` uses the kernel where it can and records
+    the walk otherwise; ``0`` always walks; ``require`` refuses to run without the kernel
+    (for an organizer's machine, where a silent fallback would be a hole).
+    """
+    switch = os.environ.get(ENV_SWITCH, "1").strip().lower()
+    if switch in ("0", "no", "off", "false"):
         return f"turned off by {ENV_SWITCH}=0"
-    return limitfs.unavailable()
+    reason = limitfs.unavailable()
+    if reason is not None and switch == "require":
+        raise SharedTaskError(f"the kernel cannot hold the output and disk limits here: {reason}",
+                              hint=f"run as root on Linux with the loop driver and e2fsprogs, or unset {ENV_SWITCH}")
+    return reason
 
 
 def declared_volumes(image_attrs: dict[str, Any]) -> list[str]:
