@@ -56,6 +56,9 @@ if [ "$MODE" = test ]; then
     command -v chromium >/dev/null 2>&1 || MISSING="$MISSING chromium"
     dpkg -s busybox-static >/dev/null 2>&1 || MISSING="$MISSING busybox-static"
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || MISSING="$MISSING postgresql"
+    # mkfs.ext4: the sandbox's kernel-enforced output and disk limits (sandbox/limitfs.py)
+    command -v mkfs.ext4 >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 \
+        || MISSING="$MISSING e2fsprogs"
     if [ -n "$MISSING" ]; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             say "installing from Debian for the tests:$MISSING"

@@ -154,7 +154,8 @@ def run(
     ``sandbox`` limits are the defaults that the keyword arguments override.
     ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
     the name of a docker network. ``runtime`` is ``runc`` or ``runsc`` (gVisor);
-    ``disk`` bounds what the container writes outside its mounts. ``user="me"`` runs as the invoking uid:gid so
+    ``disk`` bounds what the container writes outside its mounts (its own layer and the
+    volumes its image declares). ``user="me"`` runs as the invoking uid:gid so
     output files are yours; ``user="image"`` keeps the image's USER like TIRA
     (output then usually belongs to root). ``cpu`` names a CPU profile
     (:mod:`sharedtask.sandbox.cpu`: ``native``, ``haswell``, ``nehalem``; default

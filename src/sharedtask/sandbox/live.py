@@ -94,7 +94,8 @@ def summary(outcome: SandboxRun, tail_lines: int = 10) -> RenderableType:
     table.add_row("peak memory", f"{format_size(res.peak_memory)} of {format_size(limits.memory)}"
                   f"  [dim]({res.peak_memory_source})[/]")
     table.add_row("output", f"{format_size(res.output_bytes)} of {format_size(limits.max_output)}, "
-                  f"{res.output_entries:,} entries of {limits.max_output_entries:,}, in {outcome.request.output_dir}")
+                  f"{res.output_entries:,} entries of {limits.max_output_entries:,}, in {outcome.request.output_dir}"
+                  f"  [dim]({res.output_enforcement})[/]")
     table.add_row("disk", (f"{format_size(res.disk_bytes)} of {format_size(limits.disk)}" if res.disk_bytes is not None
                            else f"limit {format_size(limits.disk)}") + f"  [dim]({res.disk_enforcement})[/]")
     verdict = outcome.validation.get("status", "?")

@@ -196,3 +196,128 @@ def _make_writable(fd: int) -> None:
         os.fchmod(fd, 0o700)
     except OSError:
         pass  # not ours and we are not root: unlink will say so
+
+
+@dataclass
+class Copied:
+    """What :func:`copy_tree` copied; ``complete`` is False when it stopped at ``max_bytes``."""
+
+    bytes: int = 0
+    entries: int = 0
+    complete: bool = True
+    error: str | None = None  # an entry that could not be copied (the copy stopped there)
+
+
+def copy_tree(src: Path, dst: Path, max_bytes: int) -> Copied:
+    """Copy a tree a container wrote, however deep, keeping links as links and holes as holes.
+
+    ``cp -a`` and ``tar`` stop at PATH_MAX (a few hundred levels of short names); this
+    walk holds one descriptor per side, goes down with ``openat`` and up with ``..``,
+    as :func:`remove_tree` does. Owners, modes and times are kept; FIFOs and sockets are
+    recreated as such (never opened). Data bytes are counted against ``max_bytes``: hard
+    links are copied apart, so a file linked a thousand times cannot multiply the copy.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    copied = Copied()
+    sfd, dfd = os.open(src, flags), os.open(dst, flags)
+    pending: list[list[str]] = []  # per level below the root: subdirectories still to copy
+    try:
+        while True:
+            subdirs: list[str] = []
+            with os.scandir(sfd) as entries:
+                names = [e.name for e in entries]
+            for name in names:
+                info = os.stat(name, dir_fd=sfd, follow_symlinks=False)
+                copied.entries += 1
+                if stat.S_ISDIR(info.st_mode):
+                    os.mkdir(name, 0o700, dir_fd=dfd)
+                    subdirs.append(name)
+                    continue
+                if not _copy_entry(name, info, sfd, dfd, copied, max_bytes):
+                    copied.complete = False
+                    return copied
+            pending.append(subdirs)
+            while pending and not pending[-1]:  # this level is done: fix it up and go back up
+                pending.pop()
+                _copy_attrs(os.fstat(sfd), None, dfd)
+                if not pending:
+                    return copied
+                sfd, dfd = _reopen(sfd, ".."), _reopen(dfd, "..")
+            child = pending[-1].pop()
+            sfd, dfd = _reopen(sfd, child), _reopen(dfd, child)
+    finally:
+        os.close(sfd)
+        os.close(dfd)
+
+
+def _reopen(fd: int, name: str) -> int:
+    new = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    os.close(fd)
+    return new
+
+
+def _copy_entry(name: str, info: os.stat_result, sfd: int, dfd: int, copied: Copied, max_bytes: int) -> bool:
+    """Copy one non-directory entry; False when its data would pass ``max_bytes``."""
+    mode = info.st_mode
+    if stat.S_ISLNK(mode):
+        os.symlink(os.readlink(name, dir_fd=sfd), name, dir_fd=dfd)
+    elif stat.S_ISREG(mode):
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=sfd)
+        try:
+            dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
+            try:
+                if not _copy_data(src, dst, info.st_size, copied, max_bytes):
+                    return False
+                _copy_attrs(info, None, dst)
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+        return True
+    elif stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        os.mknod(name, stat.S_IFMT(mode) | 0o600, dir_fd=dfd)
+    else:
+        return True  # a device: the container cannot make one (no CAP_MKNOD); never copied
+    _copy_attrs(info, (name, dfd), None)
+    return True
+
+
+def _copy_data(src: int, dst: int, size: int, copied: Copied, max_bytes: int) -> bool:
+    """Copy the data extents only (SEEK_DATA/SEEK_HOLE): a sparse file stays sparse."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(src, offset, os.SEEK_DATA)
+        except OSError:  # ENXIO: only a hole is left
+            break
+        end = os.lseek(src, start, os.SEEK_HOLE)
+        copied.bytes += end - start
+        if copied.bytes > max_bytes:
+            return False
+        done = start
+        os.lseek(dst, start, os.SEEK_SET)
+        while done < end:  # sendfile: copy_file_range refuses two file systems (EXDEV) on Linux >= 5.19
+            n = os.sendfile(dst, src, done, end - done)
+            if n == 0:
+                break
+            done += n
+        offset = end
+    os.ftruncate(dst, size)
+    return True
+
+
+def _copy_attrs(info: os.stat_result, at: tuple[str, int] | None, fd: int | None) -> None:
+    """Owner, mode and times of ``info`` onto an open file, or onto a name (never followed)."""
+    if fd is not None:
+        if os.geteuid() == 0:
+            os.fchown(fd, info.st_uid, info.st_gid)
+        os.fchmod(fd, stat.S_IMODE(info.st_mode))
+        os.utime(fd, ns=(info.st_atime_ns, info.st_mtime_ns))
+        return
+    assert at is not None
+    name, dir_fd = at
+    if os.geteuid() == 0:
+        os.chown(name, info.st_uid, info.st_gid, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISLNK(info.st_mode):
+        os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=dir_fd)
+    os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dir_fd, follow_symlinks=False)

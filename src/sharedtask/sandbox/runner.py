@@ -23,6 +23,8 @@ from typing import Any, Protocol
 
 from sharedtask.dockerclient import docker_client
 from sharedtask.errors import SharedTaskError
+from sharedtask.sandbox import limitfs
+from sharedtask.sandbox.bounds import Bounds, declared_volumes
 from sharedtask.sandbox.cpu import profile
 from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans, signals_held
 from sharedtask.sandbox.outputs import Usage, output_usage
@@ -93,6 +95,8 @@ class RunResult:
     peak_memory_source: str
     output_bytes: int
     output_entries: int
+    output_enforcement: str
+    output_disk_bytes: int | None  # blocks used on the output file system (kernel-enforced runs)
     disk_bytes: int | None
     disk_enforcement: str
     stdout_path: Path
@@ -153,15 +157,20 @@ def _prepare_output(output_dir: Path, user: str | None) -> None:
             f"output directory {output_dir} is not empty",
             hint="TIRA starts with an empty $outputDir: choose a new --output or remove it",
         )
+    _give_to_container(output_dir, user)
+
+
+def _give_to_container(folder: Path, user: str | None) -> None:
+    """Let the container user write to ``folder`` (the run's output folder, or its bounded file system)."""
     uid, _, gid = (user or "").partition(":")
     if user is not None and int(uid) == os.getuid():
         return
     if user is not None and os.geteuid() == 0:
-        os.chown(output_dir, int(uid), int(gid or uid))
+        os.chown(folder, int(uid), int(gid or uid))
     else:
         # Unknown or foreign container user without CAP_DAC_OVERRIDE (all caps are
         # dropped): only a world-writable directory lets it write.
-        output_dir.chmod(0o777)
+        folder.chmod(0o777)
 
 
 class _LogPump(threading.Thread):
@@ -273,32 +282,53 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
     image = _local_image(client, request.image)
     reap_orphans(client)
+    limitfs.reap()  # after the containers: docker unmounts their layers with them
     _prepare_output(request.output_dir, request.policy.user)
     request.log_dir.mkdir(parents=True, exist_ok=True)
-    spec = _container_spec(request)
-    watch = _Watch(request, observer)
+    limits = request.policy.limits
+    bounds = Bounds.prepare(limits, declared_volumes(image.attrs),
+                            lambda root: _give_to_container(root, request.policy.user))
+    recorded = _container_spec(request)  # the record names the run's own folders
+    spec = bounds.apply(recorded, request.output_dir)
+    watch = _Watch(request, observer, bounds)
     started_at = _now()
     t0 = time.monotonic()
     container: Any = None
     try:
         with signals_held():  # a signal now is delivered once `container` holds the id
             container = _create(client, image.id, spec, request.policy)
+            watch.upper_dir = bounds.bound_layer(container)
         watch.run(container, t0)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before or after the watch loop
         if container is None:
+            bounds.release()
             raise
         watch.status, watch.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
+    except BaseException:
+        if container is None:
+            bounds.release()
+        raise
     finally:
         if container is not None:
             with signals_held():  # a second Ctrl-C waits until the container is gone
+                bounds.detach_layer()
                 _remove(container)  # forced: a running container is killed first
+                try:
+                    bounds.collect(request.output_dir)
+                finally:
+                    bounds.release(wait=False)
     wall = time.monotonic() - t0
     ended_at = _now()
-    limits = request.policy.limits
+    if bounds.copied.error is not None:
+        watch.status, watch.message = FAILED, f"the output could not be copied from its file system: {bounds.copied.error}"
+    elif watch.status is None and not bounds.copied.complete:
+        watch.status = OUTPUT_LIMIT
+        watch.message = (f"output is more than the limit of {format_size(limits.max_output)} "
+                         "(hard links count once per name)")
     output = output_usage(request.output_dir, max_bytes=limits.max_output, max_entries=limits.max_output_entries)
     status, message = watch.status, watch.message
     if status is None:
-        status, message = _classify(watch.exit_code, watch.oom_killed, output, limits)
+        status, message = _classify(watch.exit_code, watch.oom_killed, output, limits, watch.full)
     for path in (watch.stdout_path, watch.stderr_path):
         path.touch(exist_ok=True)
     memory = watch.memory
@@ -323,14 +353,16 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         container_entrypoint=spec.get("entrypoint") or image.attrs.get("Config", {}).get("Entrypoint"),
         command=request.command,
         environment=dict(spec["environment"]),
-        mounts=dict(spec["volumes"]),
+        mounts=dict(recorded["volumes"]),
         oom_killed=watch.oom_killed,
         peak_memory=peak,
         peak_memory_source=peak_source,
         output_bytes=output.bytes,
         output_entries=output.entries,
-        disk_bytes=watch.disk.bytes if watch.disk_enforcement.startswith("enforced") else None,
-        disk_enforcement=watch.disk_enforcement,
+        output_enforcement=bounds.output_enforcement,
+        output_disk_bytes=watch.output_disk,
+        disk_bytes=watch.disk.bytes if bounds.disk_enforcement.startswith("enforced") else None,
+        disk_enforcement=bounds.disk_enforcement,
         stdout_path=watch.stdout_path,
         stderr_path=watch.stderr_path,
         log_tail=list(watch.tail),
@@ -383,8 +415,10 @@ class _Watch:
     """Starts a created container and watches it (time, memory, output size, logs) until it
     ends or a limit is hit; what it saw is left on its attributes."""
 
-    def __init__(self, request: RunRequest, observer: RunObserver | None) -> None:
-        self.request, self.observer = request, observer
+    def __init__(self, request: RunRequest, observer: RunObserver | None, bounds: Bounds) -> None:
+        self.request, self.observer, self.bounds = request, observer, bounds
+        self.output_disk: int | None = None
+        self.full: str | None = None  # the kernel-bounded file system that was full at the end
         self.stdout_path = request.log_dir / "stdout.log"
         self.stderr_path = request.log_dir / "stderr.log"
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
@@ -396,8 +430,7 @@ class _Watch:
         self.pumps: list[_LogPump] = []
         self.output = Usage()
         self.disk = Usage()
-        self.upper_dir: str | None = None
-        self.disk_enforcement = "not enforced: the container did not start"
+        self.upper_dir: str | None = None  # set when the walk holds the disk limit
 
     def run(self, container: Any, t0: float) -> None:
         import docker
@@ -408,7 +441,6 @@ class _Watch:
             self.status, self.message = FAILED, f"container did not start: {exc.explanation or exc}"
             return
         self._probe_memory(container)
-        self._find_writable_layer(container)
         self.pumps = [
             _LogPump(container, "stdout", self.stdout_path, self.tail, self.observer),
             _LogPump(container, "stderr", self.stderr_path, self.tail, self.observer),
@@ -423,12 +455,12 @@ class _Watch:
             self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
         for pump in self.pumps:
             pump.join(timeout=10)
-        if self.upper_dir is not None and self.status is None:  # what it wrote in its last interval
-            self.disk = _disk_usage(self.upper_dir, self.request.policy.limits.disk)
-            if self.disk.bytes > self.request.policy.limits.disk:
-                self.status = DISK_LIMIT
-                self.message = (f"wrote more than {format_size(self.request.policy.limits.disk)} "
-                                "to its own file system (disk limit)")
+        if self.status is None:  # what it wrote in its last interval (the layer goes with the container)
+            self._check_usage(final=True)
+            over = self._over_limit("")
+            if over is not None:
+                self.status, self.message = over
+            self.full = self.bounds.full()
         state = _inspect_state(container)
         self.oom_killed = bool(state.get("OOMKilled"))
         self.exit_code = waiter.status_code if waiter.status_code is not None else state.get("ExitCode")
@@ -444,25 +476,33 @@ class _Watch:
             self.memory = MemoryProbe(pid, lambda: container.stats(stream=False, one_shot=True), SAMPLE_INTERVAL)
         self.memory.sample()
 
-    def _find_writable_layer(self, container: Any) -> None:
-        """The host directory holding the container's own writes (overlay2's UpperDir)."""
-        driver = container.attrs.get("GraphDriver") or {}
-        upper = (driver.get("Data") or {}).get("UpperDir")
-        # runc and runsc (its gofer writes through to the same layer) alike.
-        if upper and os.access(upper, os.R_OK | os.X_OK):
-            self.upper_dir = upper
-            self.disk_enforcement = "enforced: the writable layer is measured while the container runs"
-        else:
-            self.disk_enforcement = (f"not enforced: storage driver {driver.get('Name') or 'unknown'} "
-                                     "has no writable layer readable by this user")
-
-    def _check_usage(self) -> None:
-        """Walk $outputDir and the writable layer, each stopping as soon as its limit is passed."""
+    def _check_usage(self, final: bool = False) -> None:
+        """Read what the kernel counts (one statvfs per file system); walk where it cannot."""
         limits = self.request.policy.limits
-        self.output = output_usage(self.request.output_dir, max_bytes=limits.max_output,
-                                   max_entries=limits.max_output_entries)
-        if self.upper_dir is not None:
+        out_bytes, out_entries, layer_bytes = self.bounds.usage()
+        if out_bytes is not None and out_entries is not None:
+            self.output_disk = out_bytes
+            self.output = Usage(out_bytes, out_entries)
+        elif not final:  # after the run the walk of the copied folder reports it
+            self.output = output_usage(self.request.output_dir, max_bytes=limits.max_output,
+                                       max_entries=limits.max_output_entries)
+        if layer_bytes is not None:
+            self.disk = Usage(layer_bytes)
+        elif self.upper_dir is not None:
             self.disk = _disk_usage(self.upper_dir, limits.disk)
+
+    def _over_limit(self, prefix: str = "killed: ") -> tuple[str, str] | None:
+        """The status and message of the first limit passed, if any."""
+        limits = self.request.policy.limits
+        if self.output.bytes > limits.max_output:
+            return OUTPUT_LIMIT, f"{prefix}output exceeded {format_size(limits.max_output)}"
+        if self.output.entries > limits.max_output_entries:
+            return OUTPUT_LIMIT, (f"{prefix}output has more than {limits.max_output_entries:,} "
+                                  "files, directories and links")
+        if self.disk.bytes > limits.disk:
+            return DISK_LIMIT, (f"{prefix}wrote more than {format_size(limits.disk)} "
+                                "to its own file system (disk limit)")
+        return None
 
     def _loop(self, container: Any, waiter: _Waiter, t0: float) -> None:
         """Sample until the container exits; kill it when a limit is hit."""
@@ -476,15 +516,9 @@ class _Watch:
                 self._check_usage()
                 cost = time.monotonic() - walk_start
                 next_check = elapsed + max(SAMPLE_INTERVAL, cost / WALK_SHARE)
-            if self.output.bytes > limits.max_output:
-                self.status = OUTPUT_LIMIT
-                self.message = f"killed: output exceeded {format_size(limits.max_output)}"
-            elif self.output.entries > limits.max_output_entries:
-                self.status = OUTPUT_LIMIT
-                self.message = f"killed: output has more than {limits.max_output_entries:,} files, directories and links"
-            elif self.disk.bytes > limits.disk:
-                self.status = DISK_LIMIT
-                self.message = f"killed: wrote more than {format_size(limits.disk)} to its own file system (disk limit)"
+            over = self._over_limit()
+            if over is not None:
+                self.status, self.message = over
             elif elapsed > limits.timeout:
                 self.status = TIMEOUT
                 self.message = f"timed out after {limits.timeout:g} s"
@@ -507,10 +541,18 @@ def _disk_usage(upper_dir: str, limit: int) -> Usage:
     return output_usage(Path(upper_dir), max_bytes=limit, entry_cost=ENTRY_COST, allocated=True)
 
 
-def _classify(exit_code: int | None, oom_killed: bool, output: Usage, limits: Limits) -> tuple[str, str]:
-    """Status and plain-words message of a container that ended by itself."""
+def _classify(exit_code: int | None, oom_killed: bool, output: Usage, limits: Limits,
+              full: str | None = None) -> tuple[str, str]:
+    """Status and plain-words message of a container that ended by itself; ``full`` names the
+    kernel-bounded file system that was full at the end (a failure there was the limit's doing)."""
     if oom_killed and exit_code != 0:
         return OOM, f"killed: out of memory at {format_size(limits.memory)}"
+    if full is not None and exit_code != 0:
+        if full == "output":
+            return OUTPUT_LIMIT, (f"the kernel refused writes past the output limit of {format_size(limits.max_output)} "
+                                  f"(exit code {exit_code})")
+        return DISK_LIMIT, (f"the kernel refused writes past the disk limit of {format_size(limits.disk)} "
+                            f"(exit code {exit_code})")
     if output.bytes > limits.max_output:
         return OUTPUT_LIMIT, (
             f"output is more than the limit of {format_size(limits.max_output)}"
