@@ -110,7 +110,10 @@ def _commands(text: str) -> list[tuple[str, str]]:
 
 
 def _flags(text: str) -> set[str]:
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text.split(" # ")[0]))
+    """The flags of a command's text, leaving out its comment and quoted arguments (a
+    `--command "python -m x --mode y"` passes `--mode` to the container, not to sharedtask)."""
+    unquoted = re.sub(r'"[^"]*"|\'[^\']*\'', " ", text.split(" # ")[0])
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", unquoted))
 
 
 SYNOPSES = [b for b in ALL_BLOCKS if b.marker and b.marker.action == "synopsis"]
