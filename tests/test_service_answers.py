@@ -148,3 +148,61 @@ def test_no_stamp_no_kept_answers(tmp_path: Path):
     answers = Answers(None)
     answers.put("k", answers.stamp(), b"x")
     assert answers.get("k", answers.stamp()) is None
+
+
+def test_a_kept_answer_expires_when_a_date_passes() -> None:
+    """What is open, and whose scores a phase keeps back, changes when a date passes, without a
+    commit: an answer is kept no later than the next opening or closing (times given, not waited)."""
+    import datetime as dt
+
+    answers = Answers(lambda: 1)
+    noon = dt.datetime(2027, 3, 1, 12, 0)
+    assert answers.get(("k",), 1, noon) is None  # first read of the stamp: nothing kept yet
+    answers.put(("k",), 1, b"before", until=noon + dt.timedelta(hours=1))
+    answers.put(("forever",), 1, b"kept")
+    assert answers.get(("k",), 1, noon + dt.timedelta(minutes=59)) == b"before"
+    assert answers.get(("k",), 1, noon + dt.timedelta(hours=1)) is None
+    assert answers.get(("forever",), 1, noon + dt.timedelta(days=400)) == b"kept"
+
+
+def test_the_next_boundary_is_the_earliest_future_date_of_a_task_or_a_phase(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from sharedtask.service.models import Phase, TaskSettings
+    from sharedtask.service.phases import next_boundary
+
+    engine = make_engine(sqlite_url(tmp_path / "s.db"))
+    migrate(engine)
+    now = dt.datetime(2027, 3, 1, 12, 0)
+    with sessions(engine).begin() as session:
+        assert next_boundary(session, now) is None
+        session.add(TaskSettings(task_id=TASK, opens=now - dt.timedelta(days=1), closes=now + dt.timedelta(days=9)))
+        session.flush()
+        assert next_boundary(session, now) == now + dt.timedelta(days=9)
+        session.add(Phase(task_id=TASK, name="dev", dataset="sample", opens=now - dt.timedelta(days=2),
+                          closes=now + dt.timedelta(days=3)))
+        session.flush()
+        assert next_boundary(session, now) == now + dt.timedelta(days=3)
+        assert next_boundary(session, now + dt.timedelta(days=3)) == now + dt.timedelta(days=9)  # strictly after
+    engine.dispose()
+
+
+def test_answers_are_kept_per_sign_in_cookie(served):
+    """The JSON API also takes the pages' sign-in cookie: two teams signed in that way must each
+    get their own list, never the other's kept answer (the key holds the cookie's digest)."""
+    from sharedtask.service.signin import COOKIE, sign_in
+
+    url, db, answers, tokens, factory = served
+    with factory.begin() as session:
+        _, token_b = create_team(session, "team-b")
+    _insert_done_run(db, "a-run", 0.5)
+    cookies = {}
+    with factory.begin() as session:
+        for name, token in (("a", tokens["a"]), ("b", token_b)):
+            cookies[name] = sign_in(session, token)[1]
+    lists = {}
+    for name in ("a", "b", "a", "b"):
+        status, body = call(f"{url}/api/submissions", headers={"Cookie": f"{COOKIE}={cookies[name]}"})
+        assert status == 200
+        lists.setdefault(name, []).append([s["tag"] for s in body])
+    assert lists["a"] == [["a-run"], ["a-run"]] and lists["b"] == [[], []]
