@@ -550,3 +550,28 @@ def test_submit_says_why_a_run_failed_from_what_the_server_shows():
                                                             {"code": "RUN-DEPTH", "severity": "warning"}]}
     assert failure_reasons(blind) == ["findings: RUN-TIE"]  # errors only: what made the run invalid
     assert failure_reasons({"status": "done", "valid": True, "record": {"exit_code": 0}}) == []
+
+
+def test_a_named_image_is_pulled_only_from_an_allowed_registry(tmp_path):
+    """A pull makes dockerd connect to the host an image name gives: the server refuses any
+    registry the organizer did not allow, before the daemon is asked (a loopback listener in
+    place of the team's host sees no connection)."""
+    import socket
+
+    from sharedtask.service.uploads import UploadError, named_image
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    try:
+        for reference, allowed in ((f"127.0.0.1:{port}/team/evil:1", ()), ("team/evil:1", ("127.0.0.1:5000",)),
+                                   (f"127.0.0.1:{port}/team/evil:1", ("registry.example:5000",))):
+            with pytest.raises(UploadError, match="this server pulls from") as info:
+                named_image(reference, 1 << 30, registries=allowed)
+            assert info.value.status == 400
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing connected
+    finally:
+        listener.close()

@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="submissions per team and task per UTC day (default: no limit; per task: the API)")
     parser.add_argument("--allow-local-images", action="store_true",
                         help="let a submission name an image that is already on this server (demo, baselines)")
+    parser.add_argument("--registry", action="append", metavar="HOST[:PORT]", dest="registries",
+                        help="a registry teams may name images in (`submit --registry`; repeatable; docker.io for "
+                             "Docker Hub); default none: images are uploaded")
     parser.add_argument("--blind", action="store_true",
                         help="teams see status, validity and scores but no logs and no finding details, which "
                              "could quote hidden test data (the organizer sees everything)")
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
-                           blind=args.blind,
+                           blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest)
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)

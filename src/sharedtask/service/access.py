@@ -31,6 +31,8 @@ class ServiceConfig:
     max_upload: int = 10 * 1024**3
     daily_limit: int | None = None
     allow_local_images: bool = False
+    #: registry hosts (``host[:port]``; ``docker.io`` for Docker Hub) teams may name images in; none: uploads only
+    registries: tuple[str, ...] = ()
     #: teams see status, validity and scores, but no logs and no finding details (hidden test data)
     blind: bool = False
     task_ids: list[str] = field(default_factory=list)

@@ -191,7 +191,8 @@ def image_of_reference(service: ServiceState, reference: str, limit: int) -> Ima
     """The image a team named in a registry, pulled (outside any transaction) and stored once."""
     from sharedtask.service.uploads import named_image
 
-    loaded = named_image(reference, limit, allow_local=service.config.allow_local_images)
+    loaded = named_image(reference, limit, allow_local=service.config.allow_local_images,
+                         registries=service.config.registries)
     with service.write_sessions()() as session:
         found = session.scalar(select(Image).where(Image.docker_id == loaded.docker_id,
                                                    Image.archive_sha256.is_(None)).limit(1))

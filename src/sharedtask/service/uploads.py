@@ -674,22 +674,39 @@ def _checked(image: Any, max_size: int) -> LoadedImage:
     return LoadedImage(str(image.id), size)
 
 
-def named_image(reference: str, max_size: int, *, allow_local: bool = False) -> LoadedImage:
+def _allowed_registry(reference: str, registries: tuple[str, ...]) -> None:
+    from sharedtask.dockerfile import registry_of
+
+    host = registry_of(reference) or "docker.io"
+    if host not in registries:
+        allowed = ", ".join(registries) if registries else "no registry (serve --registry HOST:PORT)"
+        raise UploadError(400, f"the image {reference!r} names the registry {host}; this server pulls from "
+                               f"{allowed}", hint="upload the image instead (sharedtask submit without "
+                               "--registry), or push it to the organizer's registry")
+
+
+def named_image(reference: str, max_size: int, *, allow_local: bool = False,
+                registries: tuple[str, ...] = ()) -> LoadedImage:
     """An image named in a registry, pulled; with ``allow_local`` an image already on the server.
 
     Why pull by default: a name alone must not let a team run an image that is on the
-    server for another reason (another team's upload, the organizer's baselines).
+    server for another reason (another team's upload, the organizer's baselines). Why only
+    from ``registries``: a pull makes dockerd connect to the host the name gives, so any
+    other name would let a team point the organizer's daemon at a host of its choosing.
     """
     import docker
 
     from sharedtask.dockerclient import docker_client
 
+    if not allow_local:
+        _allowed_registry(reference, registries)  # before the daemon is asked anything
     client = docker_client()
     try:
         if not allow_local:
             raise docker.errors.ImageNotFound("local images are not offered")
         image = client.images.get(reference)
     except docker.errors.ImageNotFound:
+        _allowed_registry(reference, registries)
         try:
             image = client.images.pull(reference)
         except Exception as exc:  # noqa: BLE001
