@@ -176,7 +176,9 @@ def test_a_gzip_bomb_is_cut_at_the_decompressed_bound(hostile_image, tmp_path):
     assert outcome.result.status == "success"
     assert outcome.validation["status"] == "invalid"
     codes = [f["code"] for f in outcome.validation["report"]["findings"]]
-    assert "RUN-TOO-LARGE" in codes
+    # reading stops at the decompressed bound, or earlier at the validator's memory bound (the
+    # bomb's lines are more than topics x depth): either way the rest is never decompressed
+    assert {"RUN-TOO-LARGE", "RUN-MEMORY-BOUND"} & set(codes), codes
     assert seconds < 60  # before: 7 minutes and 1.25 GB of host memory (1 GB bomb)
 
 

@@ -131,12 +131,16 @@ def summarize(path: Path) -> RerankSummary:
                          sha256(path))
 
 
-def stage_for(task: Task, dataset: Path, input_run: Path, scratch: Path) -> RerankSummary:
+def stage_for(task: Task, dataset: Path, input_run: Path, scratch: Path) -> RerankSummary | None:
     """The stage a re-ranker of ``task`` reads: ``input_run`` itself when it already holds
-    ``rerank.jsonl.gz``, else a stage made in ``scratch`` from the run it holds."""
+    ``rerank.jsonl.gz``, else a stage made in ``scratch`` from the run it is or holds. None
+    when it is neither: any other previous stage is mounted as it is, as TIRA mounts it."""
     ready = input_run / RERANK_FILE if input_run.is_dir() else None
     if ready is not None and ready.is_file():
         return summarize(ready)
+    name = task.output.file
+    if not (input_run.is_file() or (input_run / name).is_file() or (input_run / f"{name}.gz").is_file()):
+        return None
     if scratch.exists():
         shutil.rmtree(scratch)
     return prepare_stage(task, dataset, input_run, scratch)

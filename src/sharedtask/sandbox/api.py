@@ -205,7 +205,8 @@ def run(
         from sharedtask.rerank import stage_for
 
         stage = stage_for(task, input_path, run_path, rec_dir / "input-run")
-        run_path = stage.path.parent
+        if stage is not None:
+            run_path = stage.path.parent
 
     request = RunRequest(
         image=image,

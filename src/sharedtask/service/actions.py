@@ -272,7 +272,7 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
 #: the columns a leaderboard row without its record needs (:func:`board_rows`)
 _BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
                   Submission.status, Submission.run_status, Submission.valid, Submission.scores,
-                  Submission.hidden_reason)
+                  Submission.hidden_reason, Submission.phase_id)
 
 
 def board_rows(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
@@ -281,7 +281,8 @@ def board_rows(service: ServiceState, session: Session, task_id: str, *, organiz
     Why: the JSON board shows no record, finding or note, yet redacting every run's record
     for the public was most of the server's CPU under a crowd (benchmarks/service.py); here
     only the columns the rank and the verdict depend on are read. Under ``--blind`` the
-    public rows are :func:`board_entries`' own (their scores come from the allow-list).
+    public rows are :func:`board_entries`' own (their scores come from the allow-list). As
+    there, a phase's runs are on the task's board for the organizer only.
     """
     from sharedtask.report.model import RunEntry
 
@@ -294,4 +295,4 @@ def board_rows(service: ServiceState, session: Session, task_id: str, *, organiz
     return [RunEntry(name=pages.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
                      status=pages.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
                      per_topic={}, record={})
-            for r in rows if organizer_view or not r.hidden_reason]
+            for r in rows if organizer_view or (not r.hidden_reason and r.phase_id is None)]
