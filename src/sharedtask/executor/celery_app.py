@@ -138,6 +138,27 @@ def _deliveries(config: WorkerConfig, job_id: str) -> int:
     return count
 
 
+def _finished(config: WorkerConfig, job_id: str) -> dict[str, Any] | None:
+    """The stored result of a job that has finished already, else None.
+
+    Why: a coordinator sends a job once (``submitted:<job>``), so a delivery of a job whose
+    result is stored is a second copy of the same message: a worker killed while a broker
+    restarts can leave both the restored unacked entry and the requeued message. Running it
+    again would run a submission twice; the stored result is the run's.
+    """
+    if not is_redis(config.broker):
+        return None
+    import json
+
+    try:
+        raw = _redis(config.broker).get(f"celery-task-meta-{job_id}")
+        meta = json.loads(raw) if raw else None
+    except Exception:  # noqa: BLE001 - cannot tell: run it (at-least-once, as before)
+        return None
+    result = meta.get("result") if isinstance(meta, dict) and meta.get("status") == "SUCCESS" else None
+    return result if isinstance(result, dict) and result.get("job_id", job_id) == job_id else None
+
+
 def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
     from sharedtask.dockerclient import docker_client
@@ -159,6 +180,10 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
         reason = f"worker {config.name} refused the job: {str(exc).splitlines()[0]}"
         emit("job-refused", worker=config.name, job=ident, reason=reason)
         return JobResult(ident, REFUSED, "refused", reason, config.name).to_json()
+    done = _finished(config, job.id)
+    if done is not None:
+        emit("job-duplicate", worker=config.name, job=job.id)
+        return done
     count = _deliveries(config, job.id)
     emit("job-received", worker=config.name, job=job.id, software=job.software, task=job.task, delivery=count)
     if count > MAX_DELIVERIES:
