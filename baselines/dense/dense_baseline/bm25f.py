@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter
 
-from dense_baseline.rerank import read_fields
+from dense_baseline.rerank import read_candidates
 from dense_baseline.search import Hits
 
 K1, B = 0.9, 0.4
@@ -78,19 +78,19 @@ class Pool:
 def bm25f_hits(path, queries: list[tuple[str, str]], hits: int, family: str) -> tuple[list[Hits], int]:
     """Each query's candidates re-scored by BM25F (ties by doc id descending, trec_eval's order)."""
     weights = WEIGHTS[family]
-    candidates = read_fields(path)
+    candidates = read_candidates(path)
     docs: dict[str, dict[str, list[str]]] = {}
     for rows in candidates.values():
-        for _, doc, fields in rows:
-            if doc not in docs:
-                docs[doc] = {f: terms(fields.get(f, "")) for f in weights}
+        for c in rows:
+            if c.docno not in docs:
+                docs[c.docno] = {f: terms(c.fields.get(f, "")) for f in weights}
     pool = Pool(docs, weights)
     out: list[Hits] = []
     count = 0
     for qid, query in queries:
         rows = candidates.get(qid, [])
-        words = terms(query or (rows[0][0] if rows else ""))
-        scored = sorted(((pool.score(words, docs[doc]), doc) for _, doc, _ in rows), reverse=True)[:hits]
+        words = terms(query or (rows[0].query if rows else ""))
+        scored = sorted(((pool.score(words, docs[c.docno]), c.docno) for c in rows), reverse=True)[:hits]
         out.append([(doc, score) for score, doc in scored])
         count += len(rows)
     return out, count

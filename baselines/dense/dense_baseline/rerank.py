@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from dense_baseline import encode
 from dense_baseline.search import Hits, TopK
@@ -28,29 +29,24 @@ def stage_file(input_run: str | None) -> Path:
     return path
 
 
-def read_candidates(path: Path) -> dict[str, list[tuple[str, str, str]]]:
-    """qid -> [(query, docno, text)] in the file's order (the first stage's rank order)."""
-    out: dict[str, list[tuple[str, str, str]]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            try:
-                obj = json.loads(line)
-                out.setdefault(str(obj["qid"]), []).append((str(obj["query"]), str(obj["docno"]), str(obj["text"])))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SystemExit(f"error: {path}:{lineno}: not a re-ranking line ({exc})") from None
-    return out
+class Candidate(NamedTuple):
+    query: str
+    docno: str
+    text: str
+    fields: dict[str, str]  # the text by field; {"text": text} when the line has none
 
 
-def read_fields(path: Path) -> dict[str, list[tuple[str, str, dict[str, str]]]]:
-    """qid -> [(query, docno, fields)] in the file's order: each candidate's text by field."""
-    out: dict[str, list[tuple[str, str, dict[str, str]]]] = {}
+def read_candidates(path: Path) -> dict[str, list[Candidate]]:
+    """qid -> its candidates in the file's order (the first stage's rank order)."""
+    out: dict[str, list[Candidate]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
             try:
                 obj = json.loads(line)
                 fields = obj.get("fields") or {"text": obj["text"]}
-                out.setdefault(str(obj["qid"]), []).append((str(obj["query"]), str(obj["docno"]),
-                                                            {str(k): str(v) for k, v in fields.items()}))
+                out.setdefault(str(obj["qid"]), []).append(Candidate(
+                    str(obj["query"]), str(obj["docno"]), str(obj["text"]),
+                    {str(k): str(v) for k, v in fields.items()}))
             except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
                 raise SystemExit(f"error: {path}:{lineno}: not a re-ranking line ({exc})") from None
     return out
@@ -67,8 +63,8 @@ def rerank_hits(path: Path, queries: list[tuple[str, str]], hits: int) -> tuple[
         if not rows:
             out.append([])
             continue
-        top = TopK(encode.embed(model, [query or rows[0][0]]), hits)
-        top.add(encode.embed(model, [text for _, _, text in rows]), [doc for _, doc, _ in rows])
+        top = TopK(encode.embed(model, [query or rows[0].query]), hits)
+        top.add(encode.embed(model, [c.text for c in rows]), [c.docno for c in rows])
         out.append(top.hits()[0])
         count += len(rows)
     return out, count
