@@ -147,6 +147,24 @@ class ThreadServer:
         self.thread.join(timeout=30)
 
 
+def containers_of(client: Any, image: str) -> list[str]:
+    """Ids of the containers (any state) made from ``image``.
+
+    The low-level list, on purpose: ``containers.list`` inspects each container it found,
+    and one the server is reaping meanwhile makes that inspect a 404.
+    """
+    return [c["Id"] for c in client.api.containers(all=True, filters={"ancestor": image})]
+
+
+def remove_containers_of(client: Any, image: str) -> None:
+    """Force-remove what a test left going (a stopped server's run, a killed worker's)."""
+    for container_id in containers_of(client, image):
+        try:
+            client.api.remove_container(container_id, force=True)
+        except Exception:  # noqa: BLE001 - reaped by its server meanwhile
+            pass
+
+
 def perfect_run(tag: str = "busy") -> str:
     """A run of the Touché 2021 sample that ranks every judged document by its grade.
 
@@ -195,8 +213,7 @@ def images(docker_client, tmp_path):
 
     yield build
     for tag in made:
-        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
-            container.remove(force=True)  # a run the test left going (a stopped server's, a killed worker's)
+        remove_containers_of(docker_client, tag)
         try:
             docker_client.images.remove(docker_client.images.get(tag).id, force=True)
         except Exception:  # noqa: BLE001 - already gone

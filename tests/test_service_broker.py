@@ -25,7 +25,7 @@ import pytest
 
 from distributed_helpers import (RedisServer, Worker, broker, redis_binary, wait_for,  # noqa: F401 - fixtures
                                  workers)
-from service_helpers import TASK, Served, call, free_port, images, perfect_run, start_server, stop  # noqa: F401
+from service_helpers import TASK, Served, call, containers_of, free_port, images, perfect_run, start_server, stop  # noqa: F401
 from sharedtask.service.executor import BROKER_RESUMED_NOTE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -96,7 +96,7 @@ def test_two_teams_a_worker_killed_and_the_broker_restarted_each_submission_scor
     running = wait_for(lambda: (s := submission(service, alpha, a["id"]))["status"] == "running"
                        and s["worker"] in ("wa", "wb") and s, 120)
     victim, survivor = (first, second) if running["worker"] == "wa" else (second, first)
-    wait_for(lambda: docker_client.containers.list(all=True, filters={"ancestor": slow}), 60)
+    wait_for(lambda: containers_of(docker_client, slow), 60)
     victim.kill()
     broker.restart()  # while the killed worker's job waits to be handed out again
 

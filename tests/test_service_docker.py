@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from browser_helpers import chromium
-from service_helpers import (TASK, Served, build_tiny_image, call, free_port, images, perfect_run,  # noqa: F401
+from service_helpers import (TASK, Served, build_tiny_image, call, containers_of, free_port, images, perfect_run,  # noqa: F401
                              start_server, stop, wait_until_up)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -180,7 +180,7 @@ def test_server_killed_during_a_run_resumes_without_losing_or_double_scoring(ser
     _, second = submit(served, token, quick)
     wait_for(served, token, first["id"], ("running",))
     end = time.monotonic() + 120  # the container is there (a hang bound, not a delay)
-    while not docker_client.containers.list(all=True, filters={"ancestor": slow}) and time.monotonic() < end:
+    while not containers_of(docker_client, slow) and time.monotonic() < end:
         time.sleep(0.1)
     served.process.send_signal(signal.SIGKILL)
     served.process.wait()
@@ -199,8 +199,7 @@ def test_server_killed_during_a_run_resumes_without_losing_or_double_scoring(ser
     assert any("run again after the restart" in n for n in done_first["notes"])
     assert done_first["scores"][PRIMARY] == pytest.approx(1.0)
     # the killed server's container was reaped by the next run
-    left = docker_client.containers.list(all=True, filters={"ancestor": slow})
-    assert left == []
+    assert containers_of(docker_client, slow) == []
 
 
 def test_demo_serve_submits_every_software_as_a_team_and_publishes(tmp_path, images):
@@ -245,6 +244,10 @@ def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served,
     slow = images("slower", perfect_run(), script="sleep 120")
     _, sub = submit(served, token, slow)
     wait_for(served, token, sub["id"], ("running",))
+    end = time.monotonic() + 120  # the first attempt's container is there (a hang bound, not a delay)
+    while not (first := containers_of(docker_client, slow)) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert len(first) == 1
     served.process.send_signal(signal.SIGTERM)
     # far less than the container's 120 s: the server did not wait for the run
     assert served.process.wait(timeout=60) is not None
@@ -254,9 +257,11 @@ def test_stopping_the_server_does_not_wait_for_a_run_and_the_run_resumes(served,
     served.process = again.process
     resumed = wait_for(served, token, sub["id"], ("running",))
     assert resumed["attempts"] == 2 and any("run again after the restart" in n for n in resumed["notes"])
-    # the first attempt's container was reaped when the second one started
-    running = docker_client.containers.list(all=True, filters={"ancestor": slow})
-    assert len(running) <= 1
+    # the second attempt reaps the first one's container (it may still be going on: wait for it)
+    end = time.monotonic() + 120  # a hang bound, not a delay
+    while first[0] in (now := containers_of(docker_client, slow)) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert first[0] not in now and len(now) <= 1
     stop(served)  # before the image fixture cleans up: no worker may start the run again meanwhile
 
 

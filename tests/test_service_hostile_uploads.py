@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from service_helpers import TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server, stop
+from service_helpers import (TASK, Served, build_tiny_image, call, free_port, perfect_run, remove_containers_of,
+                             start_server, stop)
 from sharedtask.service.archive import add_run_file
 from sharedtask.service.uploads import UploadError, clean_archive, load_archive
 
@@ -143,8 +144,7 @@ def remove_image(client: Any, reference: str) -> None:
         image = client.images.get(reference)
     except Exception:  # noqa: BLE001 - already gone
         return
-    for container in client.containers.list(all=True, filters={"ancestor": image.id}):
-        container.remove(force=True)
+    remove_containers_of(client, image.id)
     try:  # by id and forced: also the server's sharedtask-submissions:<sha256> tag of the same image
         client.images.remove(image.id, force=True)
     except Exception:  # noqa: BLE001 - in use by a parallel test's container

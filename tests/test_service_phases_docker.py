@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import SAMPLE, TASK, build_tiny_image, call, free_port, perfect_run, start_server, stop
+from service_helpers import (SAMPLE, TASK, build_tiny_image, call, free_port, perfect_run, remove_containers_of,
+                             start_server, stop)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -55,6 +56,5 @@ def test_a_submission_to_the_test_phase_runs_on_its_hidden_dataset(tmp_path: Pat
         assert mine["status"] == "done" and mine["scores"] is None  # the phase keeps scores until it closes
     finally:
         stop(served)
-        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
-            container.remove(force=True)
+        remove_containers_of(docker_client, tag)
         docker_client.images.remove(docker_client.images.get(tag).id, force=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import TASK, build_tiny_image, free_port, start_server, stop
+from service_helpers import TASK, build_tiny_image, free_port, remove_containers_of, start_server, stop
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -47,8 +47,7 @@ def test_a_deep_run_submitted_to_the_service_is_refused_in_bounded_memory(tmp_pa
         assert _peak_rss_mb(served.process.pid) < 512
     finally:
         stop(served)
-        for container in docker_client.containers.list(all=True, filters={"ancestor": tag}):
-            container.remove(force=True)
+        remove_containers_of(docker_client, tag)
         try:
             docker_client.images.remove(docker_client.images.get(tag).id, force=True)
         except Exception:  # noqa: BLE001 - already gone
