@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
-                           task_ids=list(args.tasks or ()), manifest=args.manifest)
+                           task_ids=list(args.tasks or ()), manifest=args.manifest,
+                           dataset=args.dataset, broker=bool(args.broker))
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 
