@@ -22,6 +22,11 @@ PENDING = ("queued", "running")
 REFRESH_SECONDS = 3
 
 
+def tag_label(sub: Any) -> str:
+    """The tag, and for a re-ranker the first stage it re-ranks: ``rerank ← bm25``."""
+    return f"{sub.tag} ← {sub.input_run}" if getattr(sub, "input_run", None) else sub.tag
+
+
 def run_name(team: str, sub: Submission) -> str:
     return f"{team}/{sub.tag}"
 
@@ -166,7 +171,7 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
                        '<button>hide</button></form></td>')
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
-                   f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(sub.tag)}</td>"
+                   f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(tag_label(sub))}</td>"
                    f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
                    f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
                    f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from sharedtask.report.html import e, fmt_score
 from sharedtask.service import phases
 from sharedtask.service.models import Phase, Submission, TaskSettings
-from sharedtask.service.pages import _page
+from sharedtask.service.pages import _page, tag_label
 
 TZ_COOKIE = "sharedtask_tz"
 
@@ -113,7 +113,7 @@ def board_page(task: Any, phase: Phase, rows: list[tuple[int | None, Any, Submis
     for rank, entry, sub in rows:
         scores = "".join(f"<td>{fmt_score(entry.scores.get(key))}</td>" for key, _ in keys)
         body.append(f'<tr class="board-row" data-run="{e(entry.name)}"><td>{rank or "—"}</td>'
-                    f"<td>{e(names[sub.team_id])}{_baseline(names[sub.team_id])}</td><td>{e(sub.tag)}</td>"
+                    f"<td>{e(names[sub.team_id])}{_baseline(names[sub.team_id])}</td><td>{e(tag_label(sub))}</td>"
                     f"<td>{when(sub.created, tz)}</td>"
                     f"<td>{'selected' if sub.selected else ''}</td><td>{e(entry.verdict)}</td>{scores}</tr>")
     rule = ("each team's selected runs (a team that selected none: its latest valid run)" if phase.max_selected
