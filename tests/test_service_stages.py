@@ -66,6 +66,9 @@ def test_a_run_file_is_published_once_and_teams_see_no_folder(tmp_path: Path, da
         assert {(c["qid"], c["docno"]) for c in lines} == {(q, d) for q, _, d, *_ in judged}
         assert all(c["text"] for c in lines)
 
+        page = call(f"{url}/tasks/{TASK}")[1]  # the task's page names it for teams, not its folder
+        assert "<code>bm25</code>" in page and "--input-run NAME" in page and str(folder) not in page
+        assert "Re-rankers" not in call(f"{url}/tasks/{NO_STAGE_TASK}")[1]
         status, listed = call(f"{url}/api/tasks/{TASK}/stages", token=team)
         assert status == 200 and [s["name"] for s in listed] == ["bm25"]
         assert "path" not in listed[0] and "submission" not in listed[0] and str(folder) not in json.dumps(listed)
