@@ -96,13 +96,23 @@ def by_rank(run: Path, qrels: Path) -> tuple[float, float]:
     return ndcg / len(target), mrr / len(target)
 
 
+#: the re-rankers of the BM25 run's top 100 (the task's stage): they need ``bm25`` first
+RERANKERS = ("rerank", "bm25f")
+
+
 def run_mode(mode: str, image: str, runs: Path, env: dict[str, str]) -> dict:
     out = runs / mode / "output"
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} is not empty: give another --runs folder")
+    stage: list[str] = []
+    if mode in RERANKERS:
+        first = runs / "bm25" / "output" / "run.txt"
+        if not first.is_file():
+            raise SystemExit(f"--modes {mode} re-ranks the BM25 run: run --modes bm25 first (no {first})")
+        stage = ["--input-run", str(first)]  # run makes the stage (rerank.jsonl.gz) from it, on the host
     started = time.perf_counter()
     proc = cli("run", "--task", TASK, "--image", image, "--command", f"python -m dense_baseline --mode {mode}",
-               "--dataset", DATASET, "--output", str(out), env=env)
+               "--dataset", DATASET, "--output", str(out), *stage, env=env)
     result = measure(out, env)
     result.update(mode=mode, exit=proc.returncode, wall=time.perf_counter() - started)
     return result
@@ -127,7 +137,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkout", type=Path, required=True, help="mathlib4 clone at the pinned commit")
     p.add_argument("--image", default="sharedtask/baseline-dense:latest")
-    p.add_argument("--modes", nargs="+", default=["bm25", "dense", "hybrid"], choices=["bm25", "dense", "hybrid"])
+    p.add_argument("--modes", nargs="+", default=["bm25", "dense", "hybrid", *RERANKERS],
+                   choices=["bm25", "dense", "hybrid", *RERANKERS],
+                   help="rerank and bm25f re-rank the top 100 of the bm25 run (in the same --runs)")
     p.add_argument("--store", type=Path, help="SHAREDTASK_DATA for the build (default: a temporary folder)")
     p.add_argument("--runs", type=Path, help="where the runs go (default: a temporary folder)")
     p.add_argument("--skip-build", action="store_true", help="the dataset is already built in --store")

@@ -20,7 +20,8 @@ The crowd's definition: each client sends its next request as soon as its last o
 answered (no pause), so by Little's law the latency is clients / throughput. Generators:
 ``threads`` (one ``http.client`` thread per client: the first version of this benchmark)
 and ``asyncio`` (all clients as coroutines of one event loop, each request one write: the
-same requests for a fraction of the CPU). ``--get-only`` adds a crowd without uploads;
+same requests for a fraction of the CPU). ``--get-only`` adds a crowd without uploads, run
+first, while no queued run shares the cores;
 ``--rate R`` adds a paced crowd (asyncio), each client sending R requests a second, its
 latency counted from when each request was due. The queued runs go on after the
 benchmark; the server is then stopped.
@@ -228,8 +229,8 @@ def crowd(args: argparse.Namespace, generator: str, every: int, port: int, serve
         f", each client {rate:g} requests/s (latency from when each was due)" if rate else
         ", each client's next request as soon as its last is answered")
     print(f"\n{len(tokens)} clients ({generator} load generator in this process, on the same 2 cores), {mix}, "
-          f"{elapsed:.1f} s, load average before {load_before:.2f}, after {os.getloadavg()[0]:.2f} "
-          "(the server's sandbox worker runs the queued images meanwhile)")
+          f"{elapsed:.1f} s, load average before {load_before:.2f}, after {os.getloadavg()[0]:.2f}"
+          + (" (the server's sandbox worker runs the queued images meanwhile)" if every else ""))
     print(f"{'kind':<12} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for kind, values in [*out.items(), ("all", [v for vs in out.values() for v in vs])]:
         if values:
@@ -284,9 +285,9 @@ def main() -> int:  # noqa: C901 - one linear script
               + ", ".join(f"{k} {v:.1f}" for k, v in alone.items()))
         failed = False
         for generator in (["threads", "asyncio"] if args.generator == "both" else [args.generator]):
-            failed |= crowd(args, generator, args.submit_every, port, server.process.pid, tokens, archives)
-            if args.get_only:
+            if args.get_only:  # first: after an uploading crowd its queued runs would still share the cores
                 failed |= crowd(args, generator, 0, port, server.process.pid, tokens, archives)
+            failed |= crowd(args, generator, args.submit_every, port, server.process.pid, tokens, archives)
         for rate in args.rate:
             failed |= crowd(args, "asyncio", args.submit_every, port, server.process.pid, tokens, archives, rate)
         return 1 if failed else 0

@@ -206,3 +206,31 @@ def test_answers_are_kept_per_sign_in_cookie(served):
         assert status == 200
         lists.setdefault(name, []).append([s["tag"] for s in body])
     assert lists["a"] == [["a-run"], ["a-run"]] and lists["b"] == [[], []]
+
+
+def test_the_boundary_is_computed_once_per_stamp_and_again_when_it_passes() -> None:
+    """Its queries ran for every answer built; kept, it must still move on with a commit or a passing date."""
+    import datetime as dt
+
+    stamp = [1]
+    answers = Answers(lambda: stamp[0])
+    noon = dt.datetime(2027, 3, 1, 12, 0)
+    computed: list[dt.datetime] = []
+
+    def compute(at: dt.datetime, boundary: dt.datetime | None) -> dt.datetime | None:
+        computed.append(at)
+        return boundary
+
+    one = noon + dt.timedelta(hours=1)
+    assert answers.boundary(1, noon, lambda: compute(noon, one)) == one
+    later = noon + dt.timedelta(minutes=30)
+    assert answers.boundary(1, later, lambda: compute(later, None)) == one  # same stamp, not passed: kept
+    assert answers.boundary(1, noon - dt.timedelta(minutes=1), lambda: compute(noon, noon)) == noon  # an earlier now
+    assert answers.boundary(2, later, lambda: compute(later, None)) is None  # a commit: computed again
+    assert answers.boundary(2, one, lambda: compute(one, None)) is None  # None is kept too
+    assert len(computed) == 3
+    assert answers.boundary(3, one, lambda: compute(one, one + dt.timedelta(days=1))) == one + dt.timedelta(days=1)
+    passed = one + dt.timedelta(days=1)
+    assert answers.boundary(3, passed, lambda: compute(passed, None)) is None  # the date passed: computed again
+    assert len(computed) == 5
+    assert Answers(None).boundary(None, noon, lambda: one) == one  # nothing kept without a stamp

@@ -59,6 +59,8 @@ class ServiceState:
     #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see api._hot)
     hot_threads: Any = None
     #: one lock per archive digest: ten teams sending the same new image load it once
+    #: the specs of ``known_tasks``, loaded on first use: a spec does not change under a running server
+    _tasks: dict[str, Any] = field(default_factory=dict)
     _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -155,7 +157,11 @@ def task_of(service: ServiceState, task_id: str) -> Any:
 
     if task_id not in service.known_tasks:
         raise HTTPException(404, f"no task {task_id!r} on this server")
-    return load_task(task_id)
+    # kept: load_task looks the file up on disk each time, and this runs on the event loop
+    task = service._tasks.get(task_id)
+    if task is None:
+        task = service._tasks[task_id] = load_task(task_id)
+    return task
 
 
 def ensure_settings(session: Session, task_ids: list[str]) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sharedtask.service import pages, phases
-from sharedtask.service.access import ServiceState, naive_utc, settings_of, team_names
+from sharedtask.service.access import ServiceState, naive_utc, settings_of, task_of, team_names
 from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.tokens import TEAM_NAME
@@ -83,11 +83,10 @@ def _tag_taken(session: Session, who: Team, task_id: str, tag: str) -> bool:
 def _stage(service: ServiceState, session: Session, task_id: str, input_run: str | None, phase: Any) -> Any:
     """The published first stage a re-ranker picked (None without ``input_run``), or the refusal."""
     from sharedtask.service import stages
-    from sharedtask.spec import load_task
 
     if input_run is None:
         return None
-    return stages.chosen(session, load_task(task_id), input_run, phase, service.config.dataset,
+    return stages.chosen(session, task_of(service, task_id), input_run, phase, service.config.dataset,
                          broker=service.config.broker)
 
 

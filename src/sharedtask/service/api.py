@@ -235,10 +235,14 @@ def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build
     body = service.answers.get(key, stamp, now)
     if body is None:
         body = bytes(JSONResponse(build()).body)
-        with service.sessions() as session:
-            until = phases.next_boundary(session, now)
+        until = service.answers.boundary(stamp, now, lambda: _next_boundary(service, now))
         service.answers.put(key, stamp, body, until)
     return Response(body, media_type="application/json")
+
+
+def _next_boundary(service: ServiceState, now: dt.datetime) -> dt.datetime | None:
+    with service.sessions() as session:
+        return phases.next_boundary(session, now)
 
 
 def _submissions_of(service: ServiceState, request: Request, task: str | None) -> Response:

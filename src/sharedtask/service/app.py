@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.service import api, members_api, phases_api, site_views, stages_api, views
-from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings
+from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings, task_of
 from sharedtask.service.answers import answers_for
 from sharedtask.service.db import writer_sessions
 from sharedtask.service.executor import Executor, resume
@@ -43,6 +43,8 @@ def _start(service: ServiceState) -> None:
     """
     with service.write_sessions()() as session:
         ensure_settings(session, list(service.known_tasks))
+    for task_id in service.known_tasks:  # read here, in a thread: requests then find them in memory
+        task_of(service, task_id)
     uploads = service.config.data_dir / "uploads"
     if uploads.is_dir():
         for leftover in uploads.iterdir():
