@@ -122,3 +122,29 @@ def test_a_server_with_compute_workers_refuses_a_re_ranker_before_the_upload(tmp
         status, body = call(f"{url}/api/tasks/{TASK}/submissions/preflight?input_run=bm25", token=team)
         assert status == 422 and "compute workers" in body["detail"]
         assert call(f"{url}/api/tasks/{TASK}/submissions/preflight", token=team)[0] == 200
+
+
+def test_a_stage_belongs_to_its_phase_dataset(tmp_path: Path, database: str):
+    """A stage made for the test phase's dataset is found by the test phase's submissions only."""
+    from service_helpers import SAMPLE
+
+    manifest = tmp_path / "tira.yml"  # a second dataset of the task, as an organizer's hidden test data
+    manifest.write_text(f"version: 1\ntasks:\n  {TASK}:\n    datasets:\n"
+                        f"      hidden: {{input: {SAMPLE / 'input'}, truth: {SAMPLE / 'truth'}}}\n")
+    server, org, team = _server(tmp_path, database, manifest=manifest)
+    with server:
+        url = server.url
+        for name, dataset in (("dev", "sample"), ("test", "hidden")):
+            status, body = call(f"{url}/api/tasks/{TASK}/phases/{name}", "PUT", org, {"dataset": dataset})
+            assert status == 200, body
+        status, stage = call(f"{url}/api/tasks/{TASK}/stages/bm25?phase=test", "PUT", org,
+                             data=perfect_run().encode(), headers={"Content-Type": "text/plain"})
+        assert status == 200 and stage["dataset"] == "hidden" and "/hidden/bm25" in stage["path"], stage
+        preflight = f"{url}/api/tasks/{TASK}/submissions/preflight?input_run=bm25&phase="
+        status, body = call(preflight + "test", token=team)
+        assert status == 200 and body["input_run"] == "bm25" and body["phase"]["name"] == "test"
+        status, body = call(preflight + "dev", token=team)
+        assert status == 422 and "phase's dataset" in body["detail"] and "none yet" in body["detail"]
+        status, body = call(f"{url}/api/tasks/{TASK}/stages/bm25?phase=nope", "PUT", org,
+                            data=perfect_run().encode(), headers={"Content-Type": "text/plain"})
+        assert status == 404 and "nope" in body["detail"], (status, body)
