@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import TASK, build_tiny_image, call, free_port, perfect_run, remove_containers_of, start_server, stop
+from service_helpers import TASK, call, free_port, images, perfect_run, start_server, stop  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -44,12 +44,10 @@ def _submit(url: str, token: str, image: str, *extra: str) -> subprocess.Popen[s
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_two_teams_rerank_one_stage_made_once_and_blind_teams_see_none_of_it(tmp_path: Path, docker_client):
+def test_two_teams_rerank_one_stage_made_once_and_blind_teams_see_none_of_it(tmp_path: Path, images):
     pid = os.getpid()
-    images = [build_tiny_image(docker_client, f"sharedtask-test/stage-{name}:{pid}", perfect_run("bm25"), tmp_path,
-                               script=script)
-              for name, script in (("bm25", ""), ("rerank", RERANK), ("cheat", CHEAT))]
-    first, reranker, cheat = images
+    first, reranker, cheat = (images(f"stage-{name}", perfect_run("bm25"), script)
+                              for name, script in (("bm25", ""), ("rerank", RERANK), ("cheat", CHEAT)))
     data_dir = tmp_path / "service"
     data_dir.mkdir()
     port = free_port()
@@ -118,9 +116,3 @@ def test_two_teams_rerank_one_stage_made_once_and_blind_teams_see_none_of_it(tmp
                 assert found == [], (path, status, found[:3])
     finally:
         stop(served)
-        for image in images:
-            remove_containers_of(docker_client, image)
-            try:
-                docker_client.images.remove(docker_client.images.get(image).id, force=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
