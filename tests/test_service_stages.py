@@ -91,6 +91,7 @@ def test_publishing_is_refused_with_the_reason(tmp_path: Path, database: str):
         assert status == 422 and "declares no re-ranking stage" in body["detail"]
         status, body = put_run(url, org, "no/slash", perfect_run())
         assert status in (404, 422)
+        assert put_run(url, org, "bm25", "")[0] == 422
         status, body = call(f"{url}/api/tasks/{TASK}/stages/bm25", "PUT", org, body={"submission": 999})
         assert status == 422 and "submission 999" in body["detail"]
         assert call(f"{url}/api/tasks/{TASK}/stages", token=org)[1] == []

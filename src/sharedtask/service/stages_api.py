@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from sharedtask.service import stages
 from sharedtask.service.access import Db, State, ServiceState, authenticate, task_of, viewer
 from sharedtask.service.limits import bounded_body
+from sharedtask.service.uploads import Spool, UploadError
 
 router = APIRouter(prefix="/api")
 
@@ -42,37 +43,56 @@ async def put_stage(task_id: str, name: str, request: Request, service: State,
     who = await run_in_threadpool(authenticate, service, request)
     if not who.organizer:
         raise HTTPException(403, "only the organizer may publish a first stage")
-    is_json = request.headers.get("content-type", "").startswith("application/json")
-    body = await bounded_body(request, JSON_LIMIT if is_json else task.output.run_bytes_bound)
-    return await run_in_threadpool(_publish, service, task, name, phase, body, is_json)
+    if request.headers.get("content-type", "").startswith("application/json"):
+        body = await bounded_body(request, JSON_LIMIT)
+        return await run_in_threadpool(_publish, service, task, name, phase, _submission_of(body), None)
+    upload = await _spool_run(request, service, task.output.run_bytes_bound)
+    try:
+        return await run_in_threadpool(_publish, service, task, name, phase, None, upload)
+    finally:
+        upload.unlink(missing_ok=True)
 
 
-def _publish(service: ServiceState, task: Any, name: str, phase: str | None, body: bytes,
-             is_json: bool) -> dict[str, Any]:
+async def _spool_run(request: Request, service: ServiceState, limit: int) -> Path:
+    """The run file of the body in ``DATA_DIR/uploads/`` (removed at the next start if a kill cuts it),
+    written as it arrives and refused past the task's run size bound."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"the run file is larger than the task's bound of {limit} bytes (max_run_bytes)")
+    uploads = Path(service.config.data_dir) / "uploads"
+    uploads.mkdir(parents=True, exist_ok=True)
+    spool = Spool(uploads / f"{secrets.token_hex(8)}-run.txt", limit)
+    try:
+        async for chunk in request.stream():
+            await run_in_threadpool(spool.write, chunk)
+    except UploadError:
+        spool.discard()
+        raise HTTPException(413, f"the run file is larger than the task's bound of {limit} bytes "
+                                 "(max_run_bytes)") from None
+    except BaseException:
+        spool.discard()
+        raise
+    spool.close()
+    if spool.size == 0:
+        spool.path.unlink(missing_ok=True)
+        raise HTTPException(422, "send a run file (text/plain) or JSON {\"submission\": ID}")
+    return spool.path
+
+
+def _publish(service: ServiceState, task: Any, name: str, phase: str | None, submission: int | None,
+             upload: Path | None) -> dict[str, Any]:
     default = service.config.dataset
-    upload: Path | None = None
     with service.sessions() as session:
-        if is_json:
-            submission = _submission_of(body)
+        if submission is not None:
             source = stages.source_of_submission(session, task, submission, default)
             if phase is not None and stages.dataset_of_phase(session, task.id, phase, default) != source.dataset:
                 raise HTTPException(422, f"submission {submission} ran on {source.dataset}, not on phase {phase}'s "
                                          "dataset: leave out ?phase=, the submission's own dataset counts")
         else:
-            if not body.strip():
-                raise HTTPException(422, "send a run file (text/plain) or JSON {\"submission\": ID}")
-            dataset = stages.dataset_of_phase(session, task.id, phase, default)
-            uploads = Path(service.config.data_dir) / "uploads"
-            uploads.mkdir(parents=True, exist_ok=True)
-            upload = uploads / f"{secrets.token_hex(8)}-{task.output.file}"
-            upload.write_bytes(body)
-            source = stages.Source(upload, dataset)
+            assert upload is not None
+            source = stages.Source(upload, stages.dataset_of_phase(session, task.id, phase, default))
         session.commit()  # ends the read transaction before the stage is made
-    try:
-        stage, made = stages.publish(service, task, name, source)
-    finally:
-        if upload is not None:
-            upload.unlink(missing_ok=True)
+    stage, made = stages.publish(service, task, name, source)
     return {**stages.stage_json(stage, organizer=True), "made": made}
 
 
