@@ -8,6 +8,7 @@ with that flag. Real containers (the 2 MB busybox image of the distributed tests
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,54 @@ def test_a_crafted_record_is_refused_and_accepted_with_trust_record(docker_clien
     assert (target / "seen.txt").read_text().split() == ["host-secret"]  # the recorded input run was mounted
     again = json.loads((target.parent / "run-record.json").read_text())
     assert again["dataset"]["input_run"] == str(crafted_run.resolve())
+
+
+@pytest.mark.docker
+def test_a_rerankers_record_finds_its_first_stage_by_itself_while_it_is_unchanged(docker_client, tiny_image,
+                                                                                 tmp_path, capsys):
+    """`reproduce RECORD` of a re-ranker mounts the stage folder the record names when it holds the
+    recorded candidates (their sha256); a changed, moved or padded stage is refused, naming the
+    stage and --input-run, and the first stage's run given with --input-run makes the same stage."""
+    import shutil
+
+    from sharedtask.sandbox import run as sandbox_run
+
+    from service_helpers import perfect_run
+
+    first_stage = tmp_path / "bm25.txt"  # fewer documents a topic than the depth: every one is a candidate
+    first_stage.write_text(perfect_run("bm25"))
+    keep = "cp $inputRun/run.txt $outputDir/run.txt"  # a re-ranker that keeps the first stage's order
+    first = sandbox_run(TASK, tiny_image, command=keep, input_run=first_stage, output_dir=tmp_path / "a" / "output")
+    assert first.ok, (first.result.status, first.result.message, first.validation)
+    record = json.loads(first.record_path.read_text())
+    stage = Path(record["dataset"]["input_run"])
+    assert sorted(p.name for p in stage.iterdir()) == ["rerank.jsonl.gz", "run.txt"]
+    digest = record["rerank"]["sha256"]
+
+    again = tmp_path / "b" / "output"
+    assert main(["reproduce", str(first.record_path), "--output", str(again), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "identical"
+    rerun = json.loads((again.parent / "run-record.json").read_text())
+    assert rerun["dataset"]["input_run"] == str(stage) and rerun["rerank"]["sha256"] == digest
+
+    def refused(target: str) -> str:
+        assert main(["reproduce", str(first.record_path), "--output", str(tmp_path / target / "output")]) == 2
+        assert not (tmp_path / target).exists()  # nothing ran
+        err = capsys.readouterr().err
+        assert "--input-run" in err and "Traceback" not in err
+        return " ".join(err.split())
+
+    (stage / "extra").write_text("x")  # a folder that is more than a stage is not mounted
+    assert "is not a stage folder" in refused("c")
+    (stage / "extra").unlink()
+    original = (stage / "rerank.jsonl.gz").read_bytes()
+    (stage / "rerank.jsonl.gz").write_bytes(original[:-8] + bytes(8))
+    assert "has changed since the run" in refused("d")
+    shutil.rmtree(stage)
+    assert f"sha256 {digest[:16]}" in refused("e") and "is not at" in refused("f")
+
+    given = tmp_path / "g" / "output"  # the first stage's run: the stage is made again, the same bytes
+    assert main(["reproduce", str(first.record_path), "--input-run", str(first_stage), "--output", str(given),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "identical"
+    assert json.loads((given.parent / "run-record.json").read_text())["rerank"]["sha256"] == digest

@@ -108,6 +108,22 @@ def test_rerank_input_of_the_other_families(tmp_path: Path, task_id: str, first:
     assert summary.candidates == len(rows) and summary.topics == len(per_topic)
 
 
+def test_a_gzipped_first_stage_gives_the_same_stage_with_a_plain_run_txt(tmp_path: Path) -> None:
+    """TIRA accepts run.txt.gz: the stage's run.txt is the decompressed run, its candidates the same bytes."""
+    output = tmp_path / "output"
+    output.mkdir()
+    with gzip.open(output / "run.txt.gz", "wb") as packed:
+        packed.write(BM25.read_bytes())
+    plain = prepare_stage(TOUCHE, SAMPLE, BM25, tmp_path / "plain")
+    packed_stage = prepare_stage(TOUCHE, SAMPLE, output, tmp_path / "packed")
+    assert (tmp_path / "packed" / "run.txt").read_bytes() == BM25.read_bytes()
+    assert packed_stage.sha256 == plain.sha256
+    (output / "run.txt.gz").write_bytes(b"\x1f\x8b\x08 not gzip")
+    with pytest.raises(FormatError, match="not a readable gzip file"):
+        prepare_stage(TOUCHE, SAMPLE, output, tmp_path / "broken")
+    assert not (tmp_path / "broken" / "run.txt").exists()
+
+
 def test_a_run_the_dataset_does_not_know_is_refused(tmp_path: Path) -> None:
     unknown_topic = write(tmp_path / "t.txt", ["999 Q0 S3e0ed44a-A51a35c8a 1 1.0 t"])
     with pytest.raises(FormatError, match="topic 999 is not a topic of the dataset"):

@@ -244,8 +244,8 @@ def test_a_database_of_the_first_schema_is_upgraded_in_place_keeping_its_submiss
     factory = sessions(engine)
     with factory() as session:
         sub = session.get(Submission, 1)
-        assert (sub.tag, sub.scores, sub.phase_id, sub.selected, sub.worker) == (
-            "old", {"ndcg5_official": 0.25}, None, False, None)
+        assert (sub.tag, sub.scores, sub.phase_id, sub.selected, sub.worker, sub.stage_id, sub.input_run) == (
+            "old", {"ndcg5_official": 0.25}, None, False, None, None, None)
 
 
 # ----------------------------------------------------------------------------- selected runs and the phase's board

@@ -163,8 +163,8 @@ def run_options(record: dict[str, Any], task: Task, *, trust: bool = False, inpu
 
     Mounts, network and user come from the task's policy, not from the record: the
     dataset is the task's sample, a data-store dataset or the folder the caller names,
-    there is no input run unless the caller names one, no network, and the caller's own
-    user. A record that asks for more (an input run, a network, root, another runtime,
+    there is no input run unless the caller names one or it is a re-ranker's recorded stage
+    folder, unchanged (:func:`recorded_stage`), no network, and the caller's own user. A record that asks for more (an input run, a network, root, another runtime,
     limits above the task's) is refused with one line naming the field, unless ``trust``.
     """
     from sharedtask.sandbox.policy import RUNTIMES
@@ -194,13 +194,58 @@ def run_options(record: dict[str, Any], task: Task, *, trust: bool = False, inpu
     if runtime not in RUNTIMES or runtime not in (task.sandbox.runtime, "runsc"):
         raise _refuse("policy.runtime", runtime, f"not the task's runtime ({task.sandbox.runtime}) or runsc")
     if recorded_run and input_run is None:
-        raise RecordRefused(f"the run record asks for dataset.input_run {str(recorded_run)[:200]!r}: reproduce "
-                            "mounts no input run it was not given",
-                            hint="pass --input-run DIR to name it yourself, or --trust-record")
+        input_run = recorded_stage(record, task, recorded_run)
     options.update(_limits(policy.get("limits") or {}, task), runtime=runtime, network=None, user="me",
                    input_run=input_run,
                    input_dir=input_dir if input_dir is not None else _dataset_folder(dataset.get("input_dir"), task))
     return options
+
+
+def recorded_stage(record: dict[str, Any], task: Task, recorded_run: Any) -> Path:
+    """A re-ranker's first stage, found by its record: the stage folder it read, when that folder is
+    still a stage folder holding the very candidates the record names (their sha256).
+
+    Why so strict: the record is not trusted, and a folder it names is mounted into a
+    container. Only a folder holding nothing but the stage's two regular files
+    (``run.txt`` and ``rerank.jsonl.gz``, as :func:`sharedtask.rerank.prepare_stage`
+    writes it) whose candidates have the recorded sha256 is taken; anything else is
+    refused, saying which stage is needed and how to give it (``--input-run``).
+    """
+    import os
+    import stat
+
+    from sharedtask.data.checksum import sha256
+    from sharedtask.rerank import RERANK_FILE
+
+    rerank = record.get("rerank") if isinstance(record.get("rerank"), dict) else None
+    digest = rerank.get("sha256") if rerank else None
+    folder = Path(str(recorded_run)[:4096])
+    if task.rerank is None or not isinstance(digest, str) or len(digest) != 64 or not folder.is_absolute():
+        raise RecordRefused(f"the run record asks for dataset.input_run {str(recorded_run)[:200]!r}: reproduce "
+                            "mounts no input run it was not given",
+                            hint="pass --input-run DIR to name it yourself, or --trust-record")
+    made_from = rerank.get("first_stage_run") if rerank else None
+    needed = (f"the first stage this run re-ranks (rerank.jsonl.gz sha256 {digest[:16]}…, depth {rerank.get('depth')}"
+              + (f", made from {str(made_from)[:200]}" if isinstance(made_from, str) else "") + ")")
+    hint = ("pass --input-run DIR: that stage's folder, or the first stage's run (the stage is made from it; "
+            "the same run and dataset give the same sha256)")
+    allowed = {task.output.file, RERANK_FILE}
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        raise RecordRefused(f"{needed} is not at {str(folder)[:200]} any more", hint=hint) from None
+    try:
+        names = os.listdir(fd)
+        kinds = {name: os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode for name in names}
+    finally:
+        os.close(fd)
+    if RERANK_FILE not in kinds or set(kinds) - allowed or not all(stat.S_ISREG(m) for m in kinds.values()):
+        raise RecordRefused(f"{str(folder)[:200]}, the input run the record names, is not a stage folder (only "
+                            f"{' and '.join(sorted(allowed))}, regular files): reproduce does not mount it",
+                            hint=hint + "; or --trust-record to mount it as recorded")
+    if sha256(folder / RERANK_FILE) != digest:
+        raise RecordRefused(f"{needed}: the stage at {str(folder)[:200]} has changed since the run", hint=hint)
+    return folder
 
 
 def _trusted_limits(recorded: Any) -> dict[str, Any]:

@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the dataset's input folder (default: the recorded one when it is the task's sample or "
                         "a dataset of the data store)")
     p.add_argument("--input-run", type=Path, metavar="DIR",
-                   help="the input run to mount (a recorded input run is never mounted without this or --trust-record)")
+                   help="the input run to mount: a stage folder or a first stage's run (default: a re-ranker's "
+                        "recorded stage folder while it holds the recorded candidates; any other recorded input run "
+                        "is mounted only with --trust-record)")
     p.add_argument("--all", action="store_true", help="every baseline of the manifest on its tasks' samples")
     p.add_argument("--update", action="store_true", help="with --all: store the new runs as the references")
     p.add_argument("--task", action="append", metavar="ID", help="with --all: only these tasks (repeatable)")

@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
-                           task_ids=list(args.tasks or ()), manifest=args.manifest)
+                           task_ids=list(args.tasks or ()), manifest=args.manifest,
+                           dataset=args.dataset, broker=bool(args.broker))
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 
@@ -140,7 +141,12 @@ def _serve(app: object, host: str, port: int) -> int:
         sock.close()
         raise SharedTaskError(f"cannot listen on {host}:{port}: {exc.strerror}",
                               hint="choose another --port or stop what uses it") from None
-    logging.getLogger("sharedtask.service").setLevel(logging.INFO)
+    service_log = logging.getLogger("sharedtask.service")
+    service_log.setLevel(logging.INFO)
+    if not service_log.handlers:  # its events (a stage made, a broker away) on stderr, with the time
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        service_log.addHandler(handler)
     console.print(f"sharedtask service on [bold]http://{host}:{sock.getsockname()[1]}/[/] "
                   "(pages: /, /team, /organizer; API: /openapi.json); Ctrl-C stops it")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))

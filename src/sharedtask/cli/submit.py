@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--tag", help="a name for this run (default: runN)")
     parser.add_argument("--phase", metavar="NAME",
                         help="the task's phase to submit to (default: the one open now; see /api/tasks/ID/phases)")
+    parser.add_argument("--input-run", metavar="NAME",
+                        help="a re-ranker: the published first stage it re-ranks, mounted as $inputRun (see "
+                             "/api/tasks/ID/stages)")
     parser.add_argument("--registry", action="store_true", help="send only the image name; the server pulls it")
     parser.add_argument("--wait", action="store_true", help="wait until the run is done and print its scores")
     parser.add_argument("--json", action="store_true", help="print the submission as JSON")
@@ -86,9 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
     server = Server(args.server.rstrip("/"), args.token)
-    path = submission_path(args.task, args.command, args.tag, args.phase)
-    # Before any byte moves: token, dates, quota, tag and size (a refusal costs no docker save).
-    ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase)
+    path = submission_path(args.task, args.command, args.tag, args.phase, args.input_run)
+    # Before any byte moves: token, dates, quota, tag, size and stage (a refusal costs no docker save).
+    ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase,
+                             args.input_run)
     if not args.json and ready.get("remaining_today") is not None:
         err_console.print(f"{markup_safe(args.task)}: {ready['remaining_today']} submission(s) left today")
     if args.registry:

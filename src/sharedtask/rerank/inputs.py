@@ -96,9 +96,30 @@ def prepare_stage(task: Task, dataset: Path, run: Path, stage_dir: Path, depth: 
     run_file = find_run_file(run, task.output.file)
     stage_dir.mkdir(parents=True, exist_ok=True)
     target = stage_dir / task.output.file
-    if run_file.resolve() != target.resolve():
+    if run_file.name.endswith(".gz"):  # TIRA accepts run.txt.gz; a re-ranker reads $inputRun/run.txt as text
+        _gunzip(run_file, target, task.output.run_bytes_bound)
+    elif run_file.resolve() != target.resolve():
         shutil.copyfile(run_file, target)
     return write_rerank_input(task, dataset, target, stage_dir / RERANK_FILE, depth)
+
+
+def _gunzip(source: Path, target: Path, bound: int) -> None:
+    """``source`` decompressed into ``target``, refused past ``bound`` bytes (the task's run size bound)."""
+    written = 0
+    try:
+        with gzip.open(source, "rb") as packed, open(target, "wb") as out:
+            while chunk := packed.read(1 << 20):
+                written += len(chunk)
+                if written > bound:
+                    raise FormatError(source, f"decompresses to more than the run size bound of {bound} bytes",
+                                      hint="output.max_run_bytes in the task's spec bounds a run")
+                out.write(chunk)
+    except (OSError, EOFError) as exc:
+        target.unlink(missing_ok=True)
+        raise FormatError(source, f"not a readable gzip file ({exc})") from None
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
 
 
 def read_rerank_input(path: Path) -> Iterator[Candidate]:

@@ -38,6 +38,10 @@ class ServiceConfig:
     task_ids: list[str] = field(default_factory=list)
     #: tira.yml that declares the datasets (phases name theirs); None: the project's
     manifest: Path | None = None
+    #: the dataset of tira.yml submissions run on outside phases (``serve --dataset``)
+    dataset: str = "sample"
+    #: runs go to compute workers (``serve --broker``), which do not hold the published stages
+    broker: bool = False
 
 
 @dataclass

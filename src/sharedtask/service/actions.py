@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sharedtask.service import pages, phases
-from sharedtask.service.access import ServiceState, naive_utc, settings_of, team_names
+from sharedtask.service.access import ServiceState, naive_utc, settings_of, task_of, team_names
 from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.tokens import TEAM_NAME
@@ -37,7 +37,7 @@ def submission_json(sub: Submission, team: str, *, blind: bool = False) -> dict[
         "created": aware(sub.created) if sub.created else None,
         "finished": aware(sub.finished) if sub.finished else None,
         "validation": (record or {}).get("validation"), "record": record, "worker": sub.worker,
-        "phase": sub.phase_name, "selected": bool(sub.selected),
+        "phase": sub.phase_name, "selected": bool(sub.selected), "input_run": sub.input_run,
     }
 
 
@@ -80,8 +80,18 @@ def _tag_taken(session: Session, who: Team, task_id: str, tag: str) -> bool:
                                                       Submission.tag == tag).limit(1)) is not None
 
 
+def _stage(service: ServiceState, session: Session, task_id: str, input_run: str | None, phase: Any) -> Any:
+    """The published first stage a re-ranker picked (None without ``input_run``), or the refusal."""
+    from sharedtask.service import stages
+
+    if input_run is None:
+        return None
+    return stages.chosen(session, task_of(service, task_id), input_run, phase, service.config.dataset,
+                         broker=service.config.broker)
+
+
 def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, size: int | None,
-              limit: int, phase: str | None = None) -> dict[str, Any]:
+              limit: int, phase: str | None = None, input_run: str | None = None) -> dict[str, Any]:
     """Everything a submission would be refused for, asked before any byte of the image moves.
 
     Runs in a worker thread with its own short read-only session. The answer is advice: the
@@ -103,15 +113,17 @@ def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, s
             raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
         chosen = phases.admission(session, who, task_id, phase, now)
         phase_info = phases.phase_json(chosen, now) if chosen else None
+        stage = _stage(service, session, task_id, input_run, chosen)
         session.commit()  # ends the read transaction; the rows stay loaded
     return {"task": task_id, "team": who.name, "max_upload": limit,
             "daily_limit": daily, "used_today": used,
             "remaining_today": None if not daily or who.organizer else daily - used,
-            "closes": aware(s.closes) if s.closes else None, "phase": phase_info}
+            "closes": aware(s.closes) if s.closes else None, "phase": phase_info,
+            "input_run": stage.name if stage is not None else None}
 
 
 def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_name: str, command: str | None,
-          tag: str | None, phase: str | None = None) -> Submission:
+          tag: str | None, phase: str | None = None, input_run: str | None = None) -> Submission:
     """Store the submission, or refuse it, in one transaction serialised per team.
 
     The window, the daily limit and the tag are checked again here, inside the transaction
@@ -129,6 +141,7 @@ def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_n
         if daily and not who.organizer and _used_today(session, who, task_id, now) >= daily:
             raise _quota_refusal(who, task_id, daily, now)
         chosen = phases.admission(session, who, task_id, phase, now)  # its window and limits, under the same lock
+        stage = _stage(service, session, task_id, input_run, chosen)
         if tag is None:
             n = int(session.scalar(select(func.count(Submission.id)).where(Submission.team_id == who.id)) or 0) + 1
             while _tag_taken(session, who, task_id, f"run{n}"):
@@ -138,7 +151,8 @@ def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_n
             raise HTTPException(409, f"{who.name} has a run tagged {tag!r} for {task_id} already: choose another tag")
         sub = Submission(team_id=who.id, task_id=task_id, image_id=image_id, image_name=image_name, tag=tag,
                          command=command, status="queued", attempts=0, notes=[], created=now,
-                         phase=chosen)
+                         phase=chosen, stage_id=stage.id if stage is not None else None,
+                         input_run=stage.name if stage is not None else None)
         session.add(sub)
         session.commit()
     service.executor.enqueue(sub.id)
@@ -272,7 +286,7 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
 #: the columns a leaderboard row without its record needs (:func:`board_rows`)
 _BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
                   Submission.status, Submission.run_status, Submission.valid, Submission.scores,
-                  Submission.hidden_reason, Submission.phase_id)
+                  Submission.hidden_reason, Submission.phase_id, Submission.input_run)
 
 
 def board_rows(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
@@ -294,5 +308,5 @@ def board_rows(service: ServiceState, session: Session, task_id: str, *, organiz
                            .order_by(Submission.id))
     return [RunEntry(name=pages.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
                      status=pages.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
-                     per_topic={}, record={})
+                     per_topic={}, record={}, first_stage=r.input_run)
             for r in rows if organizer_view or (not r.hidden_reason and r.phase_id is None)]

@@ -125,18 +125,19 @@ def _upload_limit(service: ServiceState, task: Any) -> int:
 @router.get("/tasks/{task_id}/submissions/preflight", tags=["submissions"],
             summary="Would a submission be accepted now? Token, dates, quota, tag and size, before any upload")
 async def preflight(task_id: str, request: Request, service: State, tag: str | None = None,
-                    size: int | None = None, phase: str | None = None) -> dict[str, Any]:
+                    size: int | None = None, phase: str | None = None,
+                    input_run: str | None = None) -> dict[str, Any]:
     task = task_of(service, task_id)
     who = await run_in_threadpool(authenticate, service, request)
     return await run_in_threadpool(actions.preflight, service, who, task_id, tag, size, _upload_limit(service, task),
-                                   phase)
+                                   phase, input_run)
 
 
 @router.post("/tasks/{task_id}/submissions", status_code=201, tags=["submissions"],
              summary="Submit an image: a `docker save` archive as the body (application/x-tar), or JSON naming "
                      "an image in a registry")
-async def submit(task_id: str, request: Request, service: State,
-                 command: str | None = None, tag: str | None = None, phase: str | None = None) -> JSONResponse:
+async def submit(task_id: str, request: Request, service: State, command: str | None = None,
+                 tag: str | None = None, phase: str | None = None, input_run: str | None = None) -> JSONResponse:
     """Every database step runs in the thread pool in a short transaction of its own; none is
     open while the body streams or the image loads. Refusals come before the body is read."""
     task = task_of(service, task_id)
@@ -151,36 +152,37 @@ async def submit(task_id: str, request: Request, service: State,
             raise HTTPException(422, f"not a named image: {exc.errors()[0].get('msg', 'invalid JSON')}",
                                 headers=None) from None
         tag, command = named.tag or tag, named.command or command
-        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit, phase)
+        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit, phase, input_run)
         image = await run_in_threadpool(actions.image_of_reference, service, named.image, limit)
         sha = None
     else:
         who = await run_in_threadpool(_may_upload, service, request, task_id, tag, _declared_size(request), limit,
-                                      phase)
+                                      phase, input_run)
         raw, sha = await _spool_upload(request, service, limit)
         # the image and the admission in one trip to the thread pool (each trip waits its turn)
-        sub = await run_in_threadpool(_admit_archive, service, who, task_id, raw, sha, limit, command, tag, phase)
+        sub = await run_in_threadpool(_admit_archive, service, who, task_id, raw, sha, limit, command, tag, phase,
+                                      input_run)
         return _created(service, who, sub, sha)
     sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag,
-                                  phase)
+                                  phase, input_run)
     return _created(service, who, sub, sha)
 
 
 def _may_upload(service: ServiceState, request: Request, task_id: str, tag: str | None, size: int | None,
-                limit: int, phase: str | None) -> Any:
-    """The token's team, if the pre-flight lets it send its archive now (401, 403, 409, 413, 429 otherwise)."""
+                limit: int, phase: str | None, input_run: str | None) -> Any:
+    """The token's team, if the pre-flight lets it send its archive now (401, 403, 409, 413, 422, 429 otherwise)."""
     who = authenticate(service, request)
-    actions.preflight(service, who, task_id, tag, size, limit, phase)
+    actions.preflight(service, who, task_id, tag, size, limit, phase, input_run)
     return who
 
 
 def _admit_archive(service: ServiceState, who: Any, task_id: str, raw: Path, sha: str, limit: int,
-                   command: str | None, tag: str | None, phase: str | None) -> Submission:
+                   command: str | None, tag: str | None, phase: str | None, input_run: str | None) -> Submission:
     try:
         image = actions.image_of_archive(service, raw, sha, limit)
     finally:
         raw.unlink(missing_ok=True)
-    return actions.admit(service, who, task_id, image.id, image.docker_id, command, tag, phase)
+    return actions.admit(service, who, task_id, image.id, image.docker_id, command, tag, phase, input_run)
 
 
 def _created(service: ServiceState, who: Any, sub: Submission, sha: str | None) -> JSONResponse:
@@ -344,7 +346,9 @@ def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task:
     with service.sessions() as session:
         organizer_view = may_see_board(request, session, task_id)
         entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
-    rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores}
+    rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores,
+             # a re-ranker: the first stage it re-ranks, as demo's leaderboard.json names it
+             **({"input_run": entry.first_stage} if entry.first_stage else {})}
             for rank, entry in leaderboard(TaskSection(task, entries))]
     return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}
 

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.service import api, members_api, phases_api, site_views, views
+from sharedtask.service import api, members_api, phases_api, site_views, stages_api, views
 from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings, task_of
 from sharedtask.service.answers import answers_for
 from sharedtask.service.db import writer_sessions
@@ -75,6 +75,7 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
     app.add_exception_handler(SharedTaskError, _user_error)
     app.include_router(api.router)
     app.include_router(phases_api.router)
+    app.include_router(stages_api.router)
     app.include_router(members_api.router)
     app.include_router(site_views.router)  # before views: /organizer/tasks/{id}/phases is not an {action}
     app.include_router(views.router)

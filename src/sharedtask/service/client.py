@@ -93,9 +93,12 @@ class Server:
         finally:
             conn.close()
 
-    def preflight(self, task: str, tag: str | None, size: int | None, phase: str | None = None) -> Any:
-        """Would the server accept a submission now (token, dates, quota, tag, size, phase)? Raises why not."""
-        query = {k: str(v) for k, v in (("tag", tag), ("size", size), ("phase", phase)) if v}
+    def preflight(self, task: str, tag: str | None, size: int | None, phase: str | None = None,
+                  input_run: str | None = None) -> Any:
+        """Would the server accept a submission now (token, dates, quota, tag, size, phase, first stage)?
+        Raises why not."""
+        query = {k: str(v) for k, v in (("tag", tag), ("size", size), ("phase", phase), ("input_run", input_run))
+                 if v}
         return self.request("GET", f"/api/tasks/{quote(task, safe='')}/submissions/preflight"
                                    + (f"?{urlencode(query)}" if query else ""))
 
@@ -150,6 +153,7 @@ def save_image(image: str, target: Path, progress: Progress | None = None) -> tu
     return size, sha.hexdigest()
 
 
-def submission_path(task: str, command: str | None, tag: str | None, phase: str | None = None) -> str:
-    query = {k: v for k, v in (("command", command), ("tag", tag), ("phase", phase)) if v}
+def submission_path(task: str, command: str | None, tag: str | None, phase: str | None = None,
+                    input_run: str | None = None) -> str:
+    query = {k: v for k, v in (("command", command), ("tag", tag), ("phase", phase), ("input_run", input_run)) if v}
     return f"/api/tasks/{quote(task, safe='')}/submissions" + (f"?{urlencode(query)}" if query else "")

@@ -157,7 +157,12 @@ class BrokerExecutor:
 
     def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
         from sharedtask.dockerclient import docker_client
+        from sharedtask.errors import SharedTaskError
         from sharedtask.executor.images import image_id
+
+        if sub.stage_id is not None:  # admitted before the server used workers: they do not hold the stage
+            raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers do "
+                                  "not hold; the organizer runs it on a server without --broker")
 
         _, ref, sandbox_id = self._dataset(sub.task_id, dataset_name)
         image = sub.image_name

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.service import phases
-from sharedtask.service.models import Submission, utcnow
+from sharedtask.service.models import Stage, Submission, utcnow
 
 log = logging.getLogger("sharedtask.service")
 
@@ -105,6 +105,7 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
     """Claim, run, validate and score one submission; every outcome ends in the database."""
     from sharedtask.manifest import Software, load_manifest
     from sharedtask.pipeline import run_one
+    from sharedtask.service.stages import mounted
     from sharedtask.spec import load_task
 
     attempt = claim(sessions, submission_id, "server")
@@ -116,15 +117,19 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
         task_id, tag, docker_image, command = sub.task_id, sub.tag, sub.image_name, sub.command
         notes = list(sub.notes or [])
         dataset_name = phases.dataset_name(session, sub, settings.dataset)
+        stage = session.get(Stage, sub.stage_id) if sub.stage_id is not None else None
+        stage_at = (stage.path, stage.sha256, stage.name) if stage is not None else None
     out_dir = settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}"
     try:
         task = load_task(task_id)
         dataset = load_manifest(settings.manifest).dataset(task, dataset_name)
         software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
         run_dir = out_dir / task_id / tag
+        input_run = mounted(stage_at[0], stage_at[1]) if stage_at is not None else None  # the published bytes
         entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
                            on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
-                                                                           validated))
+                                                                           validated),
+                           input_run=input_run, first_stage=stage_at[2] if stage_at is not None else None)
     except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
         fail(sessions, submission_id, attempt, notes, exc)
         return

@@ -19,7 +19,9 @@ from fastapi import HTTPException, Request
 BODY_LIMIT = 64 * 1024
 
 #: routes that stream large bodies themselves: (method, path pattern)
-STREAMING = (("POST", re.compile(r"^/api/tasks/[^/]+/submissions$")),)
+STREAMING = (("POST", re.compile(r"^/api/tasks/[^/]+/submissions$")),
+             # a first stage's run file, bounded by the task's run size (stages_api.py)
+             ("PUT", re.compile(r"^/api/tasks/[^/]+/stages/[^/]+$")))
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

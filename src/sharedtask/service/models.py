@@ -101,6 +101,10 @@ class Submission(Base):
     #: loaded with the row (a LEFT JOIN on a small table), so a submission read in a session that
     #: has ended still names its phase
     phase: Mapped["Phase | None"] = relationship(lazy="joined")
+    #: a re-ranker: the published first stage it re-ranks (:mod:`sharedtask.service.stages`), mounted as
+    #: ``$inputRun``; ``input_run`` is that stage's name, shown as "team/run ← name"
+    stage_id: Mapped[int | None] = mapped_column(ForeignKey("stages.id"), nullable=True)
+    input_run: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     @property
     def phase_name(self) -> str | None:
@@ -158,3 +162,31 @@ class SignIn(Base):
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     expires: Mapped[dt.datetime] = mapped_column(DateTime)
     revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Stage(Base):
+    """A first stage the organizer published for re-rankers: a valid run made into a stage folder
+    (``run.txt`` + ``rerank.jsonl.gz``, :func:`sharedtask.rerank.prepare_stage`) once, for the
+    dataset it was run on (a phase's, else the server's ``--dataset``). It never changes: a team's
+    runs refer to it by name; another run is another name."""
+
+    __tablename__ = "stages"
+    __table_args__ = (UniqueConstraint("task_id", "name", "dataset"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(100), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    #: the dataset of tira.yml its run was made on; a submission reads it only on that dataset
+    dataset: Mapped[str] = mapped_column(String(100))
+    #: the submission whose run it is (None: a run file the organizer uploaded)
+    #: (no foreign key: submissions point at stages, and one direction keeps the tables' order simple)
+    submission_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: the sha256 of the run file it was made from: publishing the same run again is the same stage
+    run_sha256: Mapped[str] = mapped_column(String(64))
+    #: the stage folder under the data folder (``stages/<id>``), mounted read-only as ``$inputRun``
+    path: Mapped[str] = mapped_column(Text)
+    #: the sha256 of its ``rerank.jsonl.gz``, checked before every run that mounts it
+    sha256: Mapped[str] = mapped_column(String(64))
+    depth: Mapped[int] = mapped_column(Integer)
+    topics: Mapped[int] = mapped_column(Integer)
+    candidates: Mapped[int] = mapped_column(Integer)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

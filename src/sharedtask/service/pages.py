@@ -22,6 +22,11 @@ PENDING = ("queued", "running")
 REFRESH_SECONDS = 3
 
 
+def tag_label(sub: Any) -> str:
+    """The tag, and for a re-ranker the first stage it re-ranks: ``rerank ← bm25``."""
+    return f"{sub.tag} ← {sub.input_run}" if getattr(sub, "input_run", None) else sub.tag
+
+
 def run_name(team: str, sub: Submission) -> str:
     return f"{team}/{sub.tag}"
 
@@ -65,7 +70,7 @@ def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
         return RunEntry(name=name, image=view["image"], command=view["command"], status=status,
                         valid=view["valid"], findings=visibility.blind_findings(sub),
                         scores={k: v for k, v in view["scores"].items() if v is not None}, per_topic={},
-                        record={}, notes=[printable(n) for n in view["notes"]])
+                        record={}, notes=[printable(n) for n in view["notes"]], first_stage=view["input_run"])
     if seen_by not in (visibility.ORGANIZER, visibility.TEAM, visibility.PUBLIC):
         raise ValueError(f"no viewer {seen_by!r}")
     public = seen_by == visibility.PUBLIC
@@ -75,7 +80,7 @@ def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
     return RunEntry(name=name, image=sub.image_name, command=sub.command, status=status,
                     valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),
                     scores=dict(sub.scores or {}), per_topic={k: dict(v) for k, v in (sub.per_topic or {}).items()},
-                    record=record, notes=[printable(n) for n in notes])
+                    record=record, notes=[printable(n) for n in notes], first_stage=sub.input_run)
 
 
 def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = None) -> str:
@@ -166,7 +171,7 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
                        '<button>hide</button></form></td>')
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
-                   f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(sub.tag)}</td>"
+                   f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(tag_label(sub))}</td>"
                    f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
                    f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
                    f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')

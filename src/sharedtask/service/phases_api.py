@@ -98,6 +98,7 @@ def board_json(task: Any, phase: Any, rows: list, names: dict[int, str]) -> dict
                       "submitted": aware(sub.created), "selected": bool(sub.selected), "status": entry.verdict,
                       # the organizer's own runs (its baselines, submitted with its token) are marked
                       "baseline": names[sub.team_id] == ORGANIZER,
+                      "input_run": sub.input_run,  # a re-ranker's first stage: "run ← input_run"
                       "scores": entry.scores} for rank, entry, sub in rows]}
 
 

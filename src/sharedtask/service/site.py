@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from sharedtask.report.html import e, fmt_score
 from sharedtask.service import phases
 from sharedtask.service.models import Phase, Submission, TaskSettings
-from sharedtask.service.pages import _page
+from sharedtask.service.pages import _page, tag_label
 
 TZ_COOKIE = "sharedtask_tz"
 
@@ -72,8 +72,24 @@ def calendar(task_id: str, rows: list[Phase], now: dt.datetime, tz: ZoneInfo | N
             f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
+def stages_section(task: Any, stages: list[Any]) -> str:
+    """A task with a re-ranking stage: the published first stages a re-ranker may pick (names and
+    counts only: a stage's folder and text are the organizer's)."""
+    if task.rerank is None:
+        return ""
+    rows = "".join(f'<tr><th scope="row"><code>{e(s.name)}</code></th><td><code>{e(s.dataset)}</code></td>'
+                   f"<td>{s.depth}</td><td>{s.topics}</td><td>{s.candidates}</td></tr>" for s in stages)
+    table = ('<table><thead><tr><th scope="col">first stage</th><th scope="col">dataset</th><th scope="col">depth'
+             '</th><th scope="col">topics</th><th scope="col">candidates</th></tr></thead>'
+             f"<tbody>{rows}</tbody></table>") if stages else "<p>None published yet.</p>"
+    return ('<section class="task" aria-labelledby="stages"><h2 id="stages">Re-rankers</h2>'
+            f"<p>A re-ranker reads a published first stage's top {task.rerank.depth} per topic with their text "
+            "(<code>$inputRun/rerank.jsonl.gz</code>): submit with <code>sharedtask submit ... --input-run NAME"
+            f"</code>.</p>{table}</section>")
+
+
 def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: dt.datetime,
-              tz: ZoneInfo | None) -> str:
+              tz: ZoneInfo | None, stages: list[Any] = ()) -> str:
     """The task's page: what it asks, the run format, the measures with their procedure, the data's
     names and the calendar, all from the spec and the organizer's settings."""
     out = task.output
@@ -100,7 +116,8 @@ def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: 
             f'<th scope="col">procedure</th></tr></thead><tbody>{measures}</tbody></table></section>'
             '<section class="task" aria-labelledby="data"><h2 id="data">Data</h2>'
             f"<p>Datasets: {', '.join(f'<code>{e(d)}</code>' for d in datasets)}. The sample ships with sharedtask "
-            f"(<code>sharedtask sample {e(task.id)}</code>); the others stay on the server.</p></section>")
+            f"(<code>sharedtask sample {e(task.id)}</code>); the others stay on the server.</p></section>"
+            + stages_section(task, list(stages)))
     return _page(f"{task.id}: {task.title}", body)
 
 
@@ -113,7 +130,7 @@ def board_page(task: Any, phase: Phase, rows: list[tuple[int | None, Any, Submis
     for rank, entry, sub in rows:
         scores = "".join(f"<td>{fmt_score(entry.scores.get(key))}</td>" for key, _ in keys)
         body.append(f'<tr class="board-row" data-run="{e(entry.name)}"><td>{rank or "—"}</td>'
-                    f"<td>{e(names[sub.team_id])}{_baseline(names[sub.team_id])}</td><td>{e(sub.tag)}</td>"
+                    f"<td>{e(names[sub.team_id])}{_baseline(names[sub.team_id])}</td><td>{e(tag_label(sub))}</td>"
                     f"<td>{when(sub.created, tz)}</td>"
                     f"<td>{'selected' if sub.selected else ''}</td><td>{e(entry.verdict)}</td>{scores}</tr>")
     rule = ("each team's selected runs (a team that selected none: its latest valid run)" if phase.max_selected

@@ -30,8 +30,10 @@ def _remember(response: HTMLResponse, tz: str | None) -> HTMLResponse:
 @router.get("/tasks/{task_id}", response_class=HTMLResponse)
 def task_page(task_id: str, request: Request, session: Db, service: State, tz: str | None = None) -> HTMLResponse:
     task = task_of(service, task_id)
+    from sharedtask.service.stages import stages_of
+
     text = site.task_page(task, settings_of(session, task_id), phases.phases_of(session, task_id), utcnow(),
-                          _zone(request, tz))
+                          _zone(request, tz), stages_of(session, task_id))
     return _remember(HTMLResponse(text), tz)
 
 

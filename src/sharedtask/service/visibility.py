@@ -64,6 +64,8 @@ BLIND_FIELDS: dict[str, str] = {
               "choice), `server` for the server's own pool; nothing the run wrote",
     "phase": "the name of the phase it was submitted to (the organizer's), or null",
     "selected": "whether the team marked it as one of its final runs (the team's own choice)",
+    "input_run": "the name of the published first stage it re-ranks (the organizer's name, the team's pick), "
+                 "or null; nothing of the stage's folder, source or text",
 }
 
 #: The sandbox's statuses (sharedtask.sandbox.runner) and the pipeline's "error".
@@ -105,6 +107,7 @@ def blind_view(sub: Submission, team: str) -> dict[str, Any]:
         "worker": sub.worker,
         "phase": sub.phase_name,
         "selected": bool(sub.selected),
+        "input_run": sub.input_run,
     }
     assert view.keys() == BLIND_FIELDS.keys()
     return view
