@@ -296,7 +296,8 @@ def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState |
         if run.job is None and on_state is not None:
             on_state(run, FAILED, None)  # nothing to run (failed build, missing image): said at once
         if run.job is not None and run.job.id not in handles:
-            extra = {"input_run": run.stage_dir} if run.stage_dir is not None else {}
+            # a stage that travels (stage_source) is the worker's to fetch; else it is mounted from here
+            extra = {"input_run": run.stage_dir} if run.stage_dir is not None and run.job.stage_source is None else {}
             handles[run.job.id] = executor.submit(run.job, run.run_dir, input_dir=run.dataset.input_dir,
                                                   observer=_Observer(say, run.software.name), resume=resume, **extra)
     results: dict[str, JobResult] = {}
@@ -327,9 +328,11 @@ def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *,
               build_errors: dict[str, str | None] | None = None, executor: Any = None,
               on_state: OnState | None = None, resume: bool = False,
               image_source: Callable[[str], str | None] | None = None,
-              on_task: Callable[[TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+              on_task: Callable[[TaskOutcome], None] | None = None,
+              stage_source: Callable[[Path], str] | None = None) -> list[TaskOutcome]:
     """Every task's runs through one executor at once (so workers stay busy across tasks), then
-    each task's evaluation, leaderboard and files, in order."""
+    each task's evaluation, leaderboard and files, in order. ``stage_source``: how compute
+    workers get a re-ranker's first stage (executor/stages.py); without it re-rankers run here."""
     from sharedtask.evaluate import leaderboard
     from sharedtask.executor import LocalExecutor
 
@@ -341,7 +344,8 @@ def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *,
     runs = [run for t in tasks for run in plan(t, manifest, out_dir, dataset_name=dataset_name,
                                               build_errors=build_errors, image_source=image_source)]
     # Two waves: every first stage (and every run that is no re-ranker) on the executor, then the
-    # re-rankers on their first stage's candidates, here: the candidates are on this machine.
+    # re-rankers on their first stage's candidates: made here, and shipped to the workers when
+    # there is a way to (stage_source), else run here, where the candidates are.
     first_wave = [i for i, run in enumerate(runs) if run.first_stage is None]
     second_wave = [i for i, run in enumerate(runs) if run.first_stage is not None]
     local = None
@@ -350,8 +354,15 @@ def run_tasks(tasks: list[Task], manifest: Manifest, out_dir: Path, say: Say, *,
         results = {first_wave[k]: r for k, r in done.items()}
         if second_wave:
             stage_reranks(runs, results, say)
-            local = executor if isinstance(executor, LocalExecutor) else LocalExecutor(1)
-            done = execute([runs[i] for i in second_wave], local, say, on_state=on_state, resume=resume)
+            if stage_source is not None and not isinstance(executor, LocalExecutor):
+                for i in second_wave:
+                    run = runs[i]
+                    if run.job is not None and run.stage_dir is not None:
+                        run.job = replace(run.job, stage_source=stage_source(run.stage_dir))
+                second = executor
+            else:
+                second = local = executor if isinstance(executor, LocalExecutor) else LocalExecutor(1)
+            done = execute([runs[i] for i in second_wave], second, say, on_state=on_state, resume=resume)
             results.update({second_wave[k]: r for k, r in done.items()})
     except KeyboardInterrupt:
         if own:

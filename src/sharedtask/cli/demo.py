@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from sharedtask.executor import executor_for
+    from sharedtask.executor.stages import stage_source_for
     from sharedtask.pipeline import build_images, run_tasks, sections, with_parents
     from sharedtask.manifest import load_manifest
     from sharedtask.report import write_report
@@ -151,10 +152,12 @@ def _run(args: argparse.Namespace) -> int:
 
         executor = executor_for(args.broker, parallel=args.parallel, queue=args.queue)
         image_source = _image_source(args) if args.broker else None
+        # re-rankers' first stages travel beside the image archives; without them re-rankers run here
+        stage_source = stage_source_for(args.images_dir, args.images_url) if args.broker else None
         try:
             run_tasks(tasks, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
                       executor=executor, on_state=on_state, resume=args.resume or bool(args.broker),
-                      image_source=image_source, on_task=on_task)
+                      image_source=image_source, on_task=on_task, stage_source=stage_source)
         except KeyboardInterrupt:
             executor.close(interrupted=True)
             raise

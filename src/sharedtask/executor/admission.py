@@ -20,7 +20,8 @@ from sharedtask.executor.job import DatasetRef, Job
 
 #: The keys a job may carry, and the keys of its dataset.
 JOB_KEYS = frozenset({"task", "software", "image", "image_id", "command", "dataset", "image_source", "options", "id",
-                      "stage"})
+                      "stage", "stage_source"})
+STAGE_KEYS = frozenset({"software", "job", "sha256"})
 DATASET_KEYS = frozenset({"id", "sha256"})
 #: Options a job may set: limits it may only lower, and harmless choices.
 LIMIT_OPTIONS = ("timeout", "memory", "cpus", "pids", "max_output", "disk")
@@ -220,9 +221,7 @@ def admit(raw: Any, policy: WorkerPolicy | None = None) -> Job:
     extra = sorted(str(k)[:40] for k in raw if k not in JOB_KEYS)
     if extra:
         raise _refuse(extra[0], f"is not a field of a job ({', '.join(sorted(JOB_KEYS))})")
-    if raw.get("stage") is not None:
-        raise _refuse("stage", "a re-ranker's job runs on the coordinator, which holds its first stage's "
-                               "candidates; workers run first stages only (docs/pipelines.md)")
+    stage, stage_source = _stage(raw.get("stage"), raw.get("stage_source"))
     task_id = _text(raw.get("task"), "task", pattern=_NAME)
     try:
         task = load_task(task_id)
@@ -235,10 +234,36 @@ def admit(raw: Any, policy: WorkerPolicy | None = None) -> Job:
     job = Job(task=task_id, software=_text(raw.get("software"), "software", pattern=_PRINTABLE),
               image=_text(raw.get("image"), "image", pattern=_IMAGE_REF), image_id=image_id, command=command,
               dataset=_dataset(raw.get("dataset")), image_source=_image_source(raw.get("image_source"), image_id),
-              options=_options(raw.get("options", {}), task, policy))
+              options=_options(raw.get("options", {}), task, policy), stage=stage, stage_source=stage_source)
     if raw.get("id") is not None and raw.get("id") != job.id:
         raise _refuse("id", f"{str(raw.get('id'))[:40]!r} does not match the job's content ({job.id})")
     return job
+
+
+def _stage(stage: Any, source: Any) -> tuple[dict[str, str] | None, str | None]:
+    """A re-ranker's first stage and where to fetch it, checked; a stage with no source is refused."""
+    from sharedtask.executor.stages import parse_source
+
+    if stage is None:
+        if source is not None:
+            raise _refuse("stage_source", "is only for a job that names a stage")
+        return None, None
+    if source is None:
+        raise _refuse("stage", "names a first stage but no stage_source to fetch it from: such a re-ranker "
+                               "runs where its stage is (docs/pipelines.md)")
+    if not isinstance(stage, dict) or set(stage) != STAGE_KEYS:
+        raise _refuse("stage", f"must be an object with exactly {', '.join(sorted(STAGE_KEYS))}")
+    _text(stage["software"], "stage.software", pattern=_PRINTABLE)
+    _text(stage["job"], "stage.job", MAX_NAME)
+    if not isinstance(stage["sha256"], str) or not _HEX64.fullmatch(stage["sha256"]):
+        raise _refuse("stage.sha256", "must be 64 lowercase hex digits")
+    if not isinstance(source, str):
+        raise _refuse("stage_source", "must be a string")
+    try:
+        parse_source(source)
+    except ValueError as exc:
+        raise _refuse("stage_source", str(exc)) from None
+    return dict(stage), source
 
 
 def sandbox_options(job: Job) -> dict[str, Any]:

@@ -168,6 +168,7 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     from sharedtask.executor.events import emit
     from sharedtask.executor.job import FAILED, REFUSED
     from sharedtask.executor.scratch import new_scratch
+    from sharedtask.executor.stages import STAGE_CACHE, fetch_stage
     from sharedtask.executor.transfer import pack
     from sharedtask.sandbox.outputs import remove_tree
 
@@ -199,13 +200,15 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
             input_dir = datasets.locate(job.dataset, config.data_root)
             datasets.check(job.dataset, input_dir)
             image = images.ensure(job, docker_client())
+            # a re-ranker: its first stage, fetched once per worker folder and checked (executor/stages.py)
+            stage = fetch_stage(job, config.work_dir / STAGE_CACHE) if job.stage is not None else None
         except SharedTaskError as exc:
             emit("job-refused", worker=config.name, job=job.id, reason=str(exc))
             return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
         run_dir = work / "run"
         emit("job-running", worker=config.name, job=job.id, image=job.image_id)
         try:
-            result = execute_in(job, input_dir, run_dir, image, worker=config.name)
+            result = execute_in(job, input_dir, run_dir, image, worker=config.name, input_run=stage)
         except SharedTaskError as exc:
             result = JobResult(job.id, FAILED, "error", str(exc), config.name, run_dir=run_dir)
         emit("job-finished", worker=config.name, job=job.id, state=result.state, status=result.status)

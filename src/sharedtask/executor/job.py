@@ -45,6 +45,9 @@ class Job:
     #: A re-ranker's input (docs/pipelines.md): ``{"software", "job", "sha256"}`` of the first
     #: stage and its ``rerank.jsonl.gz``; part of the id, so a changed first stage is a new job.
     stage: dict[str, str] | None = None
+    #: Where a worker gets that stage: ``archive:<path or URL>#sha256=<hex>`` (executor/stages.py);
+    #: None: it runs where the stage is. Not part of the id, as ``image_source`` is not.
+    stage_source: str | None = None
 
     @property
     def id(self) -> str:
@@ -57,7 +60,10 @@ class Job:
         return "job-" + hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "id": self.id}
+        raw = {**asdict(self), "id": self.id}
+        if raw["stage_source"] is None:  # a first stage's payload is as before stages travelled
+            del raw["stage_source"]
+        return raw
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> "Job":

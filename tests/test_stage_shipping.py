@@ -1,0 +1,157 @@
+"""A re-ranker's first stage shipped to a worker (executor/stages.py): packed once and byte-stable,
+fetched and checked by the worker, refused when anything about it is not the job's.
+
+No Docker here: the stage folders are real (made by ``prepare_stage`` from the Touché sample
+and its BM25 reference run); the runs on real workers are in tests/test_distributed_demo.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sharedtask.errors import SharedTaskError
+from sharedtask.executor.admission import JobRefused, admit
+from sharedtask.executor.job import DatasetRef, Job
+from sharedtask.executor.stages import STAGE_FILES, fetch_stage, pack_stage, parse_source, stage_source_for
+from sharedtask.rerank import prepare_stage
+from sharedtask.spec import load_task
+
+REPO = Path(__file__).resolve().parent.parent
+TASK = "touche-2021-task1"
+SAMPLE = load_task(TASK).sample_dir / "input"
+FIRST = REPO / "baselines" / "reference-runs" / TASK / "lucene-bm25.txt"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("stage") / "stage"
+    prepare_stage(load_task(TASK), SAMPLE, FIRST, folder)
+    return folder
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def job_for(stage: Path, source: str | None) -> Job:
+    return Job(task=TASK, software="r", image="x:1", image_id="sha256:" + "a" * 64, command="true",
+               dataset=DatasetRef(f"{TASK}/sample", {"topics.xml": "b" * 64}),
+               stage={"software": "bm25", "job": "job-" + "0" * 24, "sha256": sha(stage / "rerank.jsonl.gz")},
+               stage_source=source)
+
+
+def test_a_stage_is_packed_once_byte_stable_and_named_by_its_candidates(stage: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in STAGE_FILES:
+        (copy / name).write_bytes((stage / name).read_bytes())
+        os.utime(copy / name, (1, 1))  # other times, other owner: the same archive
+    first, digest = pack_stage(stage, tmp_path / "a")
+    second, again = pack_stage(copy, tmp_path / "b")
+    assert first.name == second.name == f"stage-{sha(stage / 'rerank.jsonl.gz')}.tar"
+    assert digest == again == sha(first) and first.read_bytes() == second.read_bytes()
+    with tarfile.open(first) as tar:
+        assert [(m.name, m.isreg(), m.mtime) for m in tar] == [(n, True, 0) for n in STAGE_FILES]
+    before = first.stat().st_mtime_ns
+    assert pack_stage(stage, tmp_path / "a") == (first, digest) and first.stat().st_mtime_ns == before  # made once
+    assert [p.name for p in (tmp_path / "a").iterdir()] == [first.name]  # no .part left
+    source = stage_source_for(tmp_path / "c", "http://organizer.invalid/images/")
+    assert source is not None and source(stage) == f"archive:http://organizer.invalid/images/{first.name}#sha256={digest}"
+    assert stage_source_for(None) is None
+
+
+def test_a_worker_fetches_a_stage_once_and_keeps_it(stage: Path, tmp_path: Path) -> None:
+    source = stage_source_for(tmp_path / "shipped")
+    assert source is not None
+    job = job_for(stage, source(stage))
+    got = fetch_stage(job, tmp_path / "cache")
+    assert got == tmp_path / "cache" / job.stage["sha256"]
+    assert sorted(p.name for p in got.iterdir()) == sorted(STAGE_FILES)
+    for name in STAGE_FILES:
+        assert (got / name).read_bytes() == (stage / name).read_bytes()
+    archive = Path(parse_source(job.stage_source)[0])
+    archive.unlink()  # kept: the next re-ranker of this stage on this worker needs no archive
+    assert fetch_stage(job, tmp_path / "cache") == got
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [got.name]  # no half-made folder left
+
+
+def _archive(tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -> tuple[Path, str]:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    path = tmp_path / "evil.tar"
+    path.write_bytes(buffer.getvalue())
+    return path, hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def _file(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info, None
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("extra", "holds 'notes.txt'"),
+    ("link", "holds 'run.txt'"),
+    ("escape", "holds '../run.txt'"),
+    ("missing", "lacks"),
+    ("twice", "holds 'run.txt'"),
+    ("other candidates", "other candidates than the job's"),
+])
+def test_a_worker_refuses_a_stage_archive_that_is_not_the_jobs(stage: Path, tmp_path: Path, kind: str,
+                                                               message: str) -> None:
+    run, candidates = (stage / "run.txt").read_bytes(), (stage / "rerank.jsonl.gz").read_bytes()
+    members = {
+        "extra": [_file("run.txt", run), _file("rerank.jsonl.gz", candidates), _file("notes.txt", b"x")],
+        "link": [_link("run.txt", "/etc/passwd"), _file("rerank.jsonl.gz", candidates)],
+        "escape": [_file("../run.txt", run), _file("rerank.jsonl.gz", candidates)],
+        "missing": [_file("rerank.jsonl.gz", candidates)],
+        "twice": [_file("run.txt", run), _file("run.txt", run), _file("rerank.jsonl.gz", candidates)],
+        "other candidates": [_file("run.txt", run), _file("rerank.jsonl.gz", candidates + b"\n")],
+    }[kind]
+    path, digest = _archive(tmp_path, members)
+    job = job_for(stage, f"archive:{path}#sha256={digest}")
+    with pytest.raises(SharedTaskError, match=message):
+        fetch_stage(job, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []
+    assert not (tmp_path.parent / "run.txt").exists()
+
+
+def test_a_worker_checks_the_archive_before_reading_it(stage: Path, tmp_path: Path) -> None:
+    path, digest = pack_stage(stage, tmp_path / "shipped")
+    with pytest.raises(SharedTaskError, match="not the one the job names"):
+        fetch_stage(job_for(stage, f"archive:{path}#sha256={'0' * 64}"), tmp_path / "cache")
+    with pytest.raises(SharedTaskError, match="could not be read on this worker"):
+        fetch_stage(job_for(stage, f"archive:{tmp_path / 'nowhere.tar'}#sha256={digest}"), tmp_path / "cache")
+
+
+def test_admission_takes_a_stage_only_with_a_source(stage: Path, tmp_path: Path) -> None:
+    _, digest = pack_stage(stage, tmp_path)
+    job = job_for(stage, f"archive:/srv/images/x.tar#sha256={digest}")
+    assert admit(job.to_json()) == job
+    assert job.id == replace(job, stage_source=None).id  # where a stage lies is not what the run computes
+    plain = replace(job, stage=None, stage_source=None)
+    assert "stage_source" not in plain.to_json()  # first stages' payloads as before
+    for raw, field in [
+        ({**job.to_json(), "stage_source": None, "id": None}, "job field stage"),
+        ({**plain.to_json(), "stage_source": job.stage_source, "id": None}, "job field stage_source"),
+        ({**job.to_json(), "stage_source": "archive:/x.tar", "id": None}, "job field stage_source"),
+        ({**job.to_json(), "stage": {**job.stage, "path": "/etc"}, "id": None}, "job field stage"),
+        ({**job.to_json(), "stage": {**job.stage, "sha256": "../x"}, "id": None}, "job field stage.sha256"),
+    ]:
+        with pytest.raises(JobRefused, match=field):
+            admit(raw)
