@@ -136,3 +136,35 @@ def test_demo_ships_images_as_archives_named_by_id(docker_client, broker, worker
     ids = {docker_client.images.get(tag).id.split(":")[1] for tag in (tiny_image, second_image)}
     assert {p.name for p in images.iterdir()} == {f"{i}.tar" for i in ids}  # each image once, no .part left
     assert sorted(r["run"] for r in board(out)["runs"]) == ["team-a", "team-b"]
+
+
+def test_a_reranker_runs_on_a_worker_with_its_first_stage_shipped(broker, workers, tiny_image, tmp_path):
+    """`demo --broker --images-dir`: the first stage on a worker, its stage made once here and
+    shipped beside the images, the re-ranker on a worker reading it as $inputRun."""
+    from sharedtask.data.checksum import sha256
+
+    worker = workers(broker, "delta")
+    manifest = tmp_path / "pipeline.yml"
+    manifest.write_text(yaml.safe_dump({"version": 1, "baselines": {
+        # named as a first stage the task's stage admits (its spec's first_stages)
+        "lucene-bm25": {"image": tiny_image, "command": "cp /run.txt $outputDir/run.txt", "tasks": [TASK]},
+        # the first stage's own ranks, cut to 50: every line is a candidate (the stage hands over 100)
+        "rerank": {"image": tiny_image, "command": "/bin/busybox awk '$4 <= 50' $inputRun/run.txt > $outputDir/run.txt",
+                   "tasks": [TASK], "input_run": "lucene-bm25"},
+    }}))
+    out, images = tmp_path / "out", tmp_path / "images"
+    assert main(["demo", "--task", TASK, "--manifest", str(manifest), "--broker", broker.url,
+                 "--images-dir", str(images), "--out", str(out)]) == 0
+    stage = out / TASK / "lucene-bm25" / "stage"
+    candidates = sha256(stage / "rerank.jsonl.gz")
+    assert (images / f"stage-{candidates}.tar").is_file()
+    record = json.loads((out / TASK / "rerank" / "run-record.json").read_text())
+    assert record["executor"]["worker"] == "delta"  # ran on the worker, not here
+    assert record["rerank"]["sha256"] == candidates
+    assert (worker.work_dir / "stages" / candidates / "rerank.jsonl.gz").is_file()  # the worker's own copy
+    received = {e["software"] for e in worker.events("job-received")}
+    assert received == {"lucene-bm25", "rerank"}
+    rows = {r["run"]: r for r in board(out)["runs"]}
+    assert rows["rerank"].get("input_run") == "lucene-bm25" and board(out)["not_scored"] == []  # valid, scored
+    ranked = (out / TASK / "rerank" / "output" / "run.txt").read_text().splitlines()
+    assert ranked and all(int(line.split()[3]) <= 50 for line in ranked)
