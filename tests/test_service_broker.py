@@ -149,3 +149,35 @@ def test_a_server_killed_mid_run_waits_for_the_same_job_and_a_rerun_runs_again(
     assert again["scores"][PRIMARY] == pytest.approx(1.0)
     new_job = stored_jobs(service)[sub["id"]]
     assert new_job != job and finishes(worker) == {job: ["wsolo"], new_job: ["wsolo"]}  # a new job, run once
+
+
+def test_a_re_ranker_runs_on_a_worker_with_the_published_stage_shipped(
+        tmp_path, broker, workers, images, docker_client):  # noqa: F811 - fixtures
+    """`serve --broker --images-dir`: a published stage travels to the worker as images do."""
+    from sharedtask.data.checksum import sha256
+
+    worker = workers(broker, "wr")
+    data_dir = tmp_path / "shipping"
+    data_dir.mkdir()
+    shipped = tmp_path / "shipped"
+    server = start_server(data_dir, f"sqlite:///{data_dir / 'service.db'}", free_port(), "--broker", broker.url,
+                          "--images-dir", str(shipped))
+    try:
+        org, team = server.token(), server.token("team-r")
+        status, stage = call(f"{server.url}/api/tasks/{TASK}/stages/bm25", "PUT", org,
+                             data=perfect_run("bm25").encode(), headers={"Content-Type": "text/plain"})
+        assert status == 200, stage
+        # the first stage's run, re-tagged: every document is a candidate, nDCG@5 1 by construction
+        reranker = images("shipped-rerank", perfect_run("bm25"),
+                          script='sed "s/ bm25$/ rr/" "$inputRun/run.txt" > "$2/run.txt"\nexit 0')
+        done = server.cli("submit", "--server", server.url, "--token", team, "--task", TASK, "--image", reranker,
+                          "--input-run", "bm25", "--json", check=False)
+        assert done.returncode in (0, 1), done.stderr
+        sub = finished(server, team, json.loads(done.stdout)["id"])
+        assert sub["status"] == "done" and sub["valid"] is True and sub["worker"] == "wr", sub
+        assert sub["scores"][PRIMARY] == pytest.approx(1.0) and sub["input_run"] == "bm25"
+        assert sub["record"]["rerank"]["sha256"] == stage["sha256"]
+        assert (shipped / f"stage-{stage['sha256']}.tar").is_file()
+        assert sha256(worker.work_dir / "stages" / stage["sha256"] / "rerank.jsonl.gz") == stage["sha256"]
+    finally:
+        stop(server)

@@ -107,18 +107,21 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.executor import RunSettings, make_executor
 
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
-    image_source = None
+    image_source = stage_source = None
     if args.broker and args.images_dir:
         from sharedtask.dockerclient import docker_client
         from sharedtask.executor.images import source_for
+        from sharedtask.executor.stages import stage_source_for
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
-    executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue)
+        stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
+    executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
+                             stage_source=stage_source)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
-                           dataset=args.dataset, broker=bool(args.broker))
+                           dataset=args.dataset, broker=bool(args.broker) and stage_source is None)
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 

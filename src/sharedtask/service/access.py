@@ -40,7 +40,8 @@ class ServiceConfig:
     manifest: Path | None = None
     #: the dataset of tira.yml submissions run on outside phases (``serve --dataset``)
     dataset: str = "sample"
-    #: runs go to compute workers (``serve --broker``), which do not hold the published stages
+    #: runs go to compute workers (``serve --broker``) that cannot get the published stages (no
+    #: ``--images-dir`` to ship them through): re-rankers are refused
     broker: bool = False
 
 

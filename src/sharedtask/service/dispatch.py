@@ -70,10 +70,12 @@ class BrokerExecutor:
     resumed_note = BROKER_RESUMED_NOTE
 
     def __init__(self, broker: str, sessions: sessionmaker[Session], settings: RunSettings, *, scorers: int = 1,
-                 image_source: Callable[[str], str | None] | None = None, queue_name: str | None = None) -> None:
+                 image_source: Callable[[str], str | None] | None = None, queue_name: str | None = None,
+                 stage_source: Callable[[Path], str] | None = None) -> None:
         from sharedtask.executor import executor_for
 
         self.sessions, self.settings, self.image_source = sessions, settings, image_source
+        self.stage_source = stage_source  # how workers get a published stage (executor/stages.py)
         self.celery = executor_for(broker, queue=queue_name)  # one clear line when the broker does not answer
         self._todo: queue.Queue[int | None] = queue.Queue()
         self._flying: dict[int, _InFlight] = {}
@@ -160,16 +162,28 @@ class BrokerExecutor:
         from sharedtask.errors import SharedTaskError
         from sharedtask.executor.images import image_id
 
-        if sub.stage_id is not None:  # admitted before the server used workers: they do not hold the stage
-            raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers do "
-                                  "not hold; the organizer runs it on a server without --broker")
+        stage = stage_source = None
+        if sub.stage_id is not None:
+            if self.stage_source is None:  # admitted before the server shipped stages (no --images-dir)
+                raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers "
+                                      "cannot get: the organizer starts the server with --images-dir to ship it")
+            from sharedtask.service.models import Stage
+            from sharedtask.service.stages import mounted
 
+            with self.sessions() as session:
+                row = session.get(Stage, sub.stage_id)
+                published = (row.path, row.sha256, row.name) if row is not None else None
+            if published is None:
+                raise SharedTaskError(f"the first stage {sub.input_run} this run re-ranks is no longer published")
+            folder = mounted(published[0], published[1])  # the published bytes, checked before they travel
+            stage = {"software": f"stage {published[2]}", "job": "", "sha256": published[1]}
+            stage_source = self.stage_source(folder)
         _, ref, sandbox_id = self._dataset(sub.task_id, dataset_name)
         image = sub.image_name
         return Job(task=sub.task_id, software=f"submission-{sub.id}-{attempt}", image=image,
                    image_id=image_id(docker_client(), image), command=sub.command, dataset=ref,
                    image_source=self.image_source(image) if self.image_source else None,
-                   options={"dataset_id": sandbox_id})
+                   options={"dataset_id": sandbox_id}, stage=stage, stage_source=stage_source)
 
     def _remember(self, submission_id: int, attempt: int, job: Job) -> None:
         from sqlalchemy import update

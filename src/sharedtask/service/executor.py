@@ -209,12 +209,13 @@ def resume(sessions: sessionmaker[Session], executor: Executor) -> list[int]:
 
 
 def make_executor(broker: str | None, sessions: sessionmaker[Session], settings: RunSettings,
-                  workers: int, image_source: Any = None, queue: str | None = None) -> Executor:
+                  workers: int, image_source: Any = None, queue: str | None = None,
+                  stage_source: Any = None) -> Executor:
     """The local pool, or with a broker URL the compute workers (``sharedtask worker``) behind it;
     ``workers`` is then the number of finished runs landed and scored at the same time."""
     if broker:
         from sharedtask.service.dispatch import BrokerExecutor
 
         return BrokerExecutor(broker, sessions, settings, scorers=workers, image_source=image_source,
-                              queue_name=queue)
+                              queue_name=queue, stage_source=stage_source)
     return LocalExecutor(sessions, settings, workers)

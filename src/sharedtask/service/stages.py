@@ -172,9 +172,9 @@ def chosen(session: Session, task: Any, name: str | None, phase: Phase | None, d
     if task.rerank is None:
         raise HTTPException(422, f"task {task.id} declares no re-ranking stage: submit without --input-run")
     if broker:
-        raise HTTPException(422, "this server runs submissions on compute workers, which do not hold the published "
-                                 "stages: a re-ranker cannot be run here yet; submit without --input-run, or ask "
-                                 "the organizer")
+        raise HTTPException(422, "this server runs submissions on compute workers and ships them no published "
+                                 "stages: submit without --input-run, or ask the organizer to start the server "
+                                 "with --images-dir, which ships stages to the workers as it ships images")
     dataset = phase.dataset if phase is not None else default
     found = find(session, task.id, name, dataset)
     if found is None:
