@@ -211,6 +211,15 @@ def _manifest(tmp_path: Path, software: dict) -> Path:
       "rr": {"image": "x:1", "input_run": "r", "tasks": ["touche-2021-task1"]}}, "'r' is a re-ranker itself"),
     ({"f": {"image": "x:1", "tasks": ["arqmath-3-task2"]},
       "r": {"image": "x:1", "input_run": "f", "tasks": ["arqmath-3-task2"]}}, "declares no re-ranking stage"),
+    # a first stage the task's spec does not admit (touche: lucene-bm25, lucene-dirichlet): demo
+    # planned no run of the re-ranker there, without a word
+    ({"f": {"image": "x:1", "tasks": ["touche-2021-task1"]},
+      "r": {"image": "x:1", "input_run": "f", "tasks": ["touche-2021-task1"]}},
+     r"none of its input runs \(f\) is a first stage of task touche-2021-task1.*admits lucene-bm25, lucene-dirichlet"),
+    # an admitted name that does not run on the task
+    ({"lucene-bm25": {"image": "x:1", "tasks": ["touche-2020-task1"]},
+      "r": {"image": "x:1", "input_run": "lucene-bm25", "tasks": ["touche-2021-task1"]}},
+     "none of its input runs"),
 ])
 def test_manifest_pipelines_are_checked(tmp_path: Path, software: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message):

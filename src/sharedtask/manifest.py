@@ -176,10 +176,21 @@ def _check_stages(path: Path, softwares: list[Software]) -> None:
             if by_name[first].is_reranker:
                 raise SpecError(f"{path}: {sw.name}.input_run: {first!r} is a re-ranker itself",
                                 hint="pipelines are one stage deep: name a first stage")
+    for sw in softwares:
         for task_id in task_ids() if sw.input_runs else ():
-            if sw.serves(task_id) and load_task(task_id).rerank is None:
+            if not sw.serves(task_id):
+                continue
+            stage = load_task(task_id).rerank
+            if stage is None:
                 raise SpecError(f"{path}: {sw.name}: task {task_id} declares no re-ranking stage",
                                 hint="add rerank: {depth: N} to the task spec, or leave the task out of tasks:")
+            # else demo would plan no run of it there, without a word
+            if not any(by_name[first].serves(task_id) and stage.allows(first) for first in sw.input_runs):
+                admitted = ", ".join(stage.first_stages) or "any"
+                raise SpecError(f"{path}: {sw.name}: none of its input runs ({', '.join(sw.input_runs)}) is a "
+                                f"first stage of task {task_id}: one must serve the task, and the task's stage "
+                                f"admits {admitted}",
+                                hint="name such a first stage in input_run, or leave the task out of tasks:")
 
 
 def load_manifest(path: Path | None = None, *, extra: list[Path] | None = None) -> Manifest:
