@@ -61,33 +61,34 @@ def set_selected(session: Session, who: Team, submission_id: int, value: bool) -
     return sub
 
 
-def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: bool) -> list[Submission]:
-    """The phase's runs on its leaderboard, in submission order (see the module's rules).
+#: the columns a phase's board shows or ranks by: never the record, the validation or the per-topic
+#: scores, which are most of a row (benchmarks/service_phases.py)
+BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
+                 Submission.status, Submission.run_status, Submission.valid, Submission.scores,
+                 Submission.hidden_reason, Submission.created, Submission.selected, Submission.task_id)
 
-    The choice is made on a few light columns; only the runs shown are loaded whole (their
-    records and per-topic scores are most of a row: with 1,000 runs in a phase, loading every
-    row took two thirds of the board's time, benchmarks/service_phases.py).
-    """
+
+def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: bool) -> list[Any]:
+    """The phase's runs on its leaderboard, in submission order (see the module's rules), as rows
+    of :data:`BOARD_COLUMNS`: the board shows no record, so none is loaded."""
     finished = (Submission.phase_id == phase.id, Submission.status.in_(("done", "failed")))
     if organizer_view:
-        return list(session.scalars(select(Submission).where(*finished).order_by(Submission.id)))
-    light = session.execute(select(Submission.id, Submission.team_id, Submission.selected, Submission.scores)
+        return list(session.execute(select(*BOARD_COLUMNS).where(*finished).order_by(Submission.id)))
+    light = session.execute(select(*BOARD_COLUMNS)
                             .where(*finished, Submission.status == "done", Submission.valid.isnot(False),
                                    Submission.hidden_reason.is_(None))
                             .order_by(Submission.id)).all()
     by_team: dict[int, list[Any]] = {}
     for row in light:
         by_team.setdefault(row.team_id, []).append(row)
-    shown: list[int] = []
+    shown: list[Any] = []
     for runs in by_team.values():
         if phase.max_selected is not None:
-            chosen = [r.id for r in runs if r.selected]
-            shown.extend(chosen or [runs[-1].id])  # no selection: the latest valid run
+            chosen = [r for r in runs if r.selected]
+            shown.extend(chosen or [runs[-1]])  # no selection: the latest valid run
         else:
-            shown.append(max(runs, key=lambda r: (_score(r.scores, primary), r.id)).id)
-    if not shown:
-        return []
-    return list(session.scalars(select(Submission).where(Submission.id.in_(shown)).order_by(Submission.id)))
+            shown.append(max(runs, key=lambda r: (_score(r.scores, primary), r.id)))
+    return sorted(shown, key=lambda r: r.id)
 
 
 def _score(scores: dict[str, Any] | None, key: str) -> float:
