@@ -191,14 +191,18 @@ def uploader(port: int, work: "queue.Queue[tuple[str, int] | None]", archives: l
                 figures.errors.append(f"submit: HTTP {response.status} {text[:200]!r}")
 
 
-def reader(port: int, organizer: str, tokens: list[str], stop_reading: threading.Event, figures: Figures) -> None:
-    """The hot GETs, one after the other, while the crowd submits and the workers work."""
+def reader(port: int, organizer: str, tokens: list[str], stop_reading: threading.Event, figures: Figures,
+           page: bool) -> None:
+    """The hot GETs, one after the other, while the crowd submits and the workers work; ``page``:
+    the task's HTML leaderboard too (the report with every run's record, built again after each commit)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     rng = random.Random(3)
     kinds = [("leaderboard (JSON)", f"/api/tasks/{TASK}/leaderboard", None),
              ("leaderboard (page)", f"/tasks/{TASK}/leaderboard", None),
              ("team list (organizer)", "/api/teams", organizer),
              ("a team's submissions", "/api/submissions", "team")]
+    if not page:
+        kinds = [kind for kind in kinds if kind[0] != "leaderboard (page)"]
     while not stop_reading.is_set():
         for kind, path, who in kinds:
             token = rng.choice(tokens) if who == "team" else who
@@ -252,6 +256,9 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
     parser.add_argument("--images", type=int, default=5, help="distinct tiny images")
     parser.add_argument("--scorers", type=int, default=2, help="serve --workers: runs landed and scored at once")
     parser.add_argument("--drain-limit", type=float, default=3600, help="s to wait for the last submission")
+    parser.add_argument("--no-page", action="store_true",
+                        help="the readers skip the task's HTML leaderboard (the report of every run, rebuilt after "
+                             "each commit: the costliest read under a crowd)")
     parser.add_argument("--keep", action="store_true", help="keep the folder with the logs (printed)")
     parser.add_argument("--quick", action="store_true", help="50 teams x 2 submissions, 4 workers")
     args = parser.parse_args()
@@ -319,9 +326,11 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         figures = Figures()
         stop_reading = threading.Event()
         cpu0 = parts.sample()
+        commands0 = int(rds.info("stats")["total_commands_processed"])
         start = time.perf_counter()
         threads = [threading.Thread(target=sampler, daemon=True),
-                   threading.Thread(target=reader, args=(port, organizer, tokens, stop_reading, figures), daemon=True)]
+                   threading.Thread(target=reader, args=(port, organizer, tokens, stop_reading, figures,
+                                                           not args.no_page), daemon=True)]
         uploaders = [threading.Thread(target=uploader, args=(port, work, archives, figures), daemon=True)
                      for _ in range(args.clients)]
         for thread in threads + uploaders:
@@ -351,6 +360,7 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
             why = conn.execute("select run_status, notes, validation from submissions where status = 'failed' "
                                "limit 1").fetchone()
         memory = rds.info("memory")
+        commands = int(rds.info("stats")["total_commands_processed"]) - commands0
         running = job_running_times([log for _, log in workers])
         delays, ends = [], []
         for _, state, created, done_at, job in rows:
@@ -380,7 +390,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         print(f"  {'end to end (accepted -> scored)':46} {p50_p95(ends)}   n={len(ends)}")
         print(f"database: {db_size / 2**20:.1f} MB (pg_database_size; {db_size / max(1, len(rows)) / 1024:.1f} KB "
               f"per submission); Redis: used_memory {memory['used_memory'] / 2**20:.1f} MB, peak "
-              f"{memory['used_memory_peak'] / 2**20:.1f} MB")
+              f"{memory['used_memory_peak'] / 2**20:.1f} MB, {commands} commands ({commands / max(1, len(rows)):.0f} per "
+              f"submission, sampling included)")
         used = {name: cpu1[name] - cpu0[name] for name in cpu1}
         busy = sum(used.values())
         print(f"CPU over the {wall:.0f} s (from the first upload to the last score), from /proc:")
