@@ -102,8 +102,8 @@ def one_size(teams: int, runs: int, requests: int, folder: Path) -> dict[str, tu
                 session.execute(update(Phase).where(Phase.id == phase_id).values(created=utcnow()))
 
         figures["phase board (JSON), after a commit"] = timed_fresh(base, requests, touch)
-        figures["phase board (page), after a commit"] = timed_fresh(f"{server.url}/tasks/{TASK}/phases/test/leaderboard",
-                                                                    requests, touch)
+        page = f"{server.url}/tasks/{TASK}/phases/test/leaderboard"
+        figures["phase board (page), after a commit"] = timed_fresh(page, requests, touch)
         figures["phase board (CSV)"] = timed(base + "?format=csv", None, requests)
         figures["organizer's board (every run)"] = timed(base, org, max(5, requests // 5))
         figures["task page"] = timed(f"{server.url}/tasks/{TASK}", None, requests)

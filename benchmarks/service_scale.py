@@ -382,7 +382,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         for error in sorted(set(figures.errors))[:5]:
             print(f"  error: {error}")
         print("latency while the crowd works, ms:")
-        print(f"  {'submit (upload + admit)':28} {p50_p95([1000 * v for v in figures.submit])}   n={len(figures.submit)}")
+        submits = [1000 * v for v in figures.submit]
+        print(f"  {'submit (upload + admit)':28} {p50_p95(submits)}   n={len(submits)}")
         for kind, values in figures.reads.items():
             print(f"  {kind:28} {p50_p95([1000 * v for v in values])}   n={len(values)}")
         print("per submission, s:")
@@ -390,7 +391,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         print(f"  {'end to end (accepted -> scored)':46} {p50_p95(ends)}   n={len(ends)}")
         print(f"database: {db_size / 2**20:.1f} MB (pg_database_size; {db_size / max(1, len(rows)) / 1024:.1f} KB "
               f"per submission); Redis: used_memory {memory['used_memory'] / 2**20:.1f} MB, peak "
-              f"{memory['used_memory_peak'] / 2**20:.1f} MB, {commands} commands ({commands / max(1, len(rows)):.0f} per "
+              f"{memory['used_memory_peak'] / 2**20:.1f} MB, {commands} commands "
+              f"({commands / max(1, len(rows)):.0f} per "
               f"submission, sampling included)")
         used = {name: cpu1[name] - cpu0[name] for name in cpu1}
         busy = sum(used.values())
@@ -407,7 +409,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
                  f"{at_end['broker']}" if at_end else ""))
         top = max(used, key=lambda name: used[name])
         where = ("the workers (the broker's queue grew)" if peak_broker > max(peak_backlog, args.workers)
-                 else "the server's sending (its DB backlog grew)" if peak_backlog > args.workers else "nothing queued up")
+                 else "the server's sending (its DB backlog grew)" if peak_backlog > args.workers
+                 else "nothing queued up")
         print(f"saturates first: {top} ({used[top] / wall:.2f} of the 2 cores' {busy / wall:.2f} in use); "
               f"the queue that grew: {where}")
     finally:

@@ -41,16 +41,18 @@ def simulated_sandbox_run_container(run_file: Path):  # type: ignore[no-untyped-
         stdout.write_text(f"{SIMULATED}\n")
         stderr.write_text("")
         spec = _container_spec(request)  # what the real run records (its reproduce line reads it)
+        options = {**{k: v for k, v in spec.items() if k not in ("environment", "volumes", "labels")},
+                   "simulated": SIMULATED}
         size = (request.output_dir / "run.txt").stat().st_size
         return RunResult(status=SUCCESS, message=SIMULATED, exit_code=0, started_at=start, ended_at=_now(),
                          wall_seconds=time.monotonic() - t0, image=request.image, image_id=request.image,
                          container_id="simulated", repo_digests=[], container_command=None,
-                         container_entrypoint=None, command=request.command, environment=spec.get("environment", {}), mounts={},
+                         container_entrypoint=None, command=request.command,
+                         environment=spec.get("environment", {}), mounts={},
                          oom_killed=False, peak_memory=None, peak_memory_source=SIMULATED, output_bytes=size,
                          output_entries=1, output_enforcement=SIMULATED, output_disk_bytes=None, disk_bytes=None,
                          disk_enforcement=SIMULATED, stdout_path=stdout, stderr_path=stderr,
-                         log_tail=[SIMULATED], log_truncated=False, container_options={**{k: v for k, v in spec.items() if k not in ("environment", "volumes", "labels")},
-                                            "simulated": SIMULATED})
+                         log_tail=[SIMULATED], log_truncated=False, container_options=options)
 
     return run_container
 

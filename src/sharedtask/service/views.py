@@ -117,7 +117,8 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
                else visibility.TEAM)
     entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
-    banner = pages.failure_banner(entry, sub) or (pages.queue_banner(sub, ahead_of(session)) if sub.status == "queued" else "")
+    queued = pages.queue_banner(sub, ahead_of(session)) if sub.status == "queued" else ""
+    banner = pages.failure_banner(entry, sub) or queued
     text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), banner)
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
