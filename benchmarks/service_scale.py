@@ -237,14 +237,18 @@ def start_workers(count: int, broker: str, folder: Path, run_file: Path) -> list
     return started
 
 
-def job_running_times(logs: list[Path]) -> dict[str, dt.datetime]:
+def worker_events(logs: list[Path]) -> tuple[dict[str, dt.datetime], dict[str, int]]:
+    """From the workers' own event lines: when each job started running, and how often each finished."""
     from sharedtask.executor.events import events
 
-    out = {}
+    started, finished = {}, {}
     for log in logs:
-        for event in events(log.read_text(errors="replace"), "job-running"):
-            out[event["job"]] = dt.datetime.strptime(event["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    return out
+        text = log.read_text(errors="replace")
+        for event in events(text, "job-running"):
+            started[event["job"]] = dt.datetime.strptime(event["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        for event in events(text, "job-finished"):
+            finished[event["job"]] = finished.get(event["job"], 0) + 1
+    return started, finished
 
 
 def main() -> None:  # noqa: C901 - one scenario, read top to bottom
@@ -361,10 +365,11 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
                                "limit 1").fetchone()
         memory = rds.info("memory")
         commands = int(rds.info("stats")["total_commands_processed"]) - commands0
-        running = job_running_times([log for _, log in workers])
-        delays, ends = [], []
+        running, finished_count = worker_events([log for _, log in workers])
+        delays, ends, once = [], [], 0
         for _, state, created, done_at, job in rows:
             job_id = (job if isinstance(job, dict) else json.loads(job or "{}")).get("id")
+            once += finished_count.get(job_id) == 1
             if job_id in running:
                 delays.append((running[job_id] - created).total_seconds())
             if done_at is not None:
@@ -376,7 +381,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         wall = drained - start
         print(f"\nsubmissions: {figures.accepted} accepted ({figures.accepted / (submitted - start):.1f}/s over "
               f"{submitted - start:.1f} s), all scored after {wall:.1f} s ({len(rows) / wall:.1f}/s end to end); "
-              f"states {states}; nDCG@5 = 1 on {scores}; errors {len(figures.errors)}")
+              f"states {states}; nDCG@5 = 1 on {scores}; run exactly once on a worker (its job-finished "
+              f"events): {once}; errors {len(figures.errors)}")
         if why is not None:
             print(f"  a failed one: {str(why)[:600]}")
         for error in sorted(set(figures.errors))[:5]:

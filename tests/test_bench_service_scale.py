@@ -36,6 +36,7 @@ def test_the_quick_simulation_scores_every_submission_once_and_names_what_satura
     print(out)
     assert "simulated sandbox (no container)" in out  # the simulation says what it is
     assert "states {'done': 100}" in out and "nDCG@5 = 1 on 100" in out and "errors 0" in out
+    assert "run exactly once on a worker (its job-finished events): 100;" in out
     # every submission's queue delay came from a worker's own job-running event
     assert re.search(r"queue delay \(accepted -> running on a worker\)\s+p50\s+[\d.]+\s+p95\s+[\d.]+\s+n=100", out)
     assert re.search(r"saturates first: (server|workers|postgres|redis) ", out)
