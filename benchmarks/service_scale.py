@@ -306,7 +306,8 @@ def main() -> None:  # noqa: C901 - one scenario, read top to bottom
         parts = Components(served.process.pid, [p.pid for p, _ in workers], pg.pid, broker.proc.pid)
         print(f"{args.teams} teams x {args.per_team} submissions = {total}; {args.workers} workers with a "
               f"{SIMULATED}; {args.clients} uploading clients; {args.images} distinct images "
-              f"({statistics.mean(len(a) for a, _ in archives) / 1024:.0f} KB archives); PostgreSQL {db_url.rsplit('/', 1)[0].split('@')[1]}, "
+              f"({statistics.mean(len(a) for a, _ in archives) / 1024:.0f} KB archives); "
+              f"PostgreSQL on 127.0.0.1:{pg.port} (fsync off), "
               f"Redis with AOF fsync always; {args.teams} teams created in {teams_seconds:.1f} s", flush=True)
 
         rds = redis.Redis(port=broker.port)

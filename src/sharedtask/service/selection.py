@@ -81,7 +81,8 @@ def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: 
     finished = (Submission.phase_id == phase.id, Submission.status.in_(("done", "failed")))
     if organizer_view:
         return list(session.execute(select(*BOARD_COLUMNS).where(*finished).order_by(Submission.id)))
-    shown = (*finished, Submission.status == "done", Submission.valid.isnot(False), Submission.hidden_reason.is_(None))
+    shown = (*finished, Submission.status == "done", Submission.valid.isnot(False),
+             Submission.hidden_reason.is_(None))
     if phase.max_selected is not None:
         chosen = select(Submission.id).where(*shown, Submission.selected.is_(True))
         # a team that selected none: its latest valid run
@@ -90,10 +91,12 @@ def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: 
         return list(session.execute(select(*BOARD_COLUMNS).where(or_(Submission.id.in_(chosen),
                                                                      Submission.id.in_(latest)))
                                     .order_by(Submission.id)))
+    def rank(row: Any) -> tuple[float, int]:  # the higher primary score; a tie: the later run
+        return _score(row.scores, primary), row.id
+
     best: dict[int, Any] = {}
     for row in session.execute(select(Submission.id, Submission.team_id, Submission.scores).where(*shown)):
-        if row.team_id not in best or (_score(row.scores, primary), row.id) > (_score(best[row.team_id].scores,
-                                                                                        primary), best[row.team_id].id):
+        if row.team_id not in best or rank(row) > rank(best[row.team_id]):
             best[row.team_id] = row
     if not best:
         return []
