@@ -239,53 +239,75 @@ def _pg_bin() -> Path | None:
     return versions[-1] if versions else None
 
 
-@pytest.fixture(scope="session")
-def postgres_server():
-    """A real PostgreSQL server (Debian's ``postgresql``) on a loopback port, for this test session.
+class PostgresServer:
+    """A real PostgreSQL server (Debian's ``postgresql``) on a loopback port, in a fresh folder.
 
     As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root).
-    Yields a function that creates a fresh database and returns its SQLAlchemy URL.
+    :meth:`new_database` creates a fresh database and returns its SQLAlchemy URL. Used by the
+    ``postgres_server`` fixture and by benchmarks/service_scale.py.
     """
-    bin_dir = _pg_bin()
-    if bin_dir is None or not (bin_dir / "initdb").exists():
-        unavailable("PostgreSQL is not installed (apt-get install postgresql)")
-    import tempfile
 
-    # not under pytest's tmp folder: that is 0700 root, and the server runs as 'postgres'
-    base = Path(tempfile.mkdtemp(prefix="sharedtask-pg-"))
-    data, sockets = base / "data", base / "sock"
-    sockets.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        import pwd
+    def __init__(self, *options: str) -> None:
+        bin_dir = _pg_bin()
+        if bin_dir is None or not (bin_dir / "initdb").exists():
+            unavailable("PostgreSQL is not installed (apt-get install postgresql)")
+        import tempfile
 
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            unavailable("PostgreSQL's system user 'postgres' is missing")
-        os.chmod(base, 0o755)
-        os.chown(base, user.pw_uid, user.pw_gid)
-        os.chown(sockets, user.pw_uid, user.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                    "-E", "UTF8"], check=True, capture_output=True)
-    subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
-                    f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                   check=True, capture_output=True)
-    counter = iter(range(1, 10_000))
+        assert bin_dir is not None
+        self.bin_dir = bin_dir
+        # not under pytest's tmp folder: that is 0700 root, and the server runs as 'postgres'
+        self.base = Path(tempfile.mkdtemp(prefix="sharedtask-pg-"))
+        self.data, sockets = self.base / "data", self.base / "sock"
+        sockets.mkdir()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
 
-    def new_database() -> str:
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                unavailable("PostgreSQL's system user 'postgres' is missing")
+            os.chmod(self.base, 0o755)
+            os.chown(self.base, user.pw_uid, user.pw_gid)
+            os.chown(sockets, user.pw_uid, user.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        subprocess.run([*self.as_user, str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                        "--auth=trust", "-E", "UTF8"], check=True, capture_output=True)
+        extra = "".join(f" -c {option}" for option in options)
+        subprocess.run([*self.as_user, str(bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-l",
+                        str(self.base / "log"), "-o",
+                        f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off{extra}", "start"],
+                       check=True, capture_output=True)
+        self._counter = iter(range(1, 10_000))
+
+    @property
+    def pid(self) -> int:
+        """The postmaster's process id (first line of ``postmaster.pid``)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"host=127.0.0.1 port={self.port} user=postgres dbname={database}"
+
+    def new_database(self) -> str:
         import psycopg
 
-        name = f"service_{next(counter)}"
-        with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True) as conn:
+        name = f"service_{next(self._counter)}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
-        return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
-    try:
-        yield new_database
-    finally:
-        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+    def stop(self) -> None:
+        subprocess.run([*self.as_user, str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"],
                        capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A :class:`PostgresServer` for this test session; yields its ``new_database`` function."""
+    server = PostgresServer()
+    try:
+        yield server.new_database
+    finally:
+        server.stop()

@@ -18,6 +18,7 @@ from browser_helpers import chromium
 from service_helpers import TASK, call
 from service_helpers import database, postgres_server  # noqa: F401 - fixtures
 from test_service_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
+from sharedtask.service import actions
 from sharedtask.service.models import Submission
 
 
@@ -147,3 +148,42 @@ def test_the_sites_text_colours_meet_wcag_aa_contrast():
     }
     low = {name: round(contrast(*pair), 2) for name, pair in pairs.items() if contrast(*pair) < 4.5}
     assert low == {}
+
+
+def _ahead(page: str, sid: int) -> str | None:
+    """The "N ahead of it" count in submission ``sid``'s row of a page, None when the row shows none."""
+    import re
+
+    row = re.search(rf'<tr class="submission" data-id="{sid}".*?</tr>', page, re.S)
+    assert row is not None, f"no row of submission {sid}"
+    found = re.search(r'data-ahead="(\d+)">(\d+) ahead of it<', row.group(0))
+    return found.group(1) if found and found.group(1) == found.group(2) else None
+
+
+def test_a_queued_submission_shows_how_many_are_ahead_of_it_on_the_team_and_submission_pages(service):
+    """The line is every team's queued submissions, oldest first (as ``GET /api/queue``); nothing
+    runs here (a recording executor), so the line moves only when a run is marked as started."""
+    url, factory, state, tokens = service
+    image_id = an_image(factory)
+    a, b = team(factory, "team-a"), team(factory, "team-b")
+    a1 = actions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
+    b1 = actions.admit(state, b, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
+    a2 = actions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "second", None).id
+
+    status, page = call(f"{url}/team", token=tokens["a"])
+    assert status == 200 and (_ahead(page, a1), _ahead(page, a2)) == ("0", "2")
+    assert f'data-id="{b1}"' not in page  # the other team's run counts, but is not shown
+    assert _ahead(call(f"{url}/team", token=tokens["b"])[1], b1) == "1"
+    # the API says the same places (position 1: next)
+    positions = call(f"{url}/api/queue", token=tokens["a"])[1]["positions"]
+    assert positions == [{"id": a1, "position": 1}, {"id": a2, "position": 3}]
+
+    with factory.begin() as session:  # the executor takes the oldest: it runs, the line moves up
+        session.get(Submission, a1).status = "running"
+    page = call(f"{url}/team", token=tokens["a"])[1]
+    assert (_ahead(page, a1), _ahead(page, a2)) == (None, "1")
+    status, sub_page = call(f"{url}/submissions/{a2}", token=tokens["a"])
+    assert status == 200 and 'class="queue"' in sub_page and 'data-ahead="1">1 ahead of it<' in sub_page
+    running_page = call(f"{url}/submissions/{a1}", token=tokens["a"])[1]
+    assert 'class="queue"' not in running_page and "ahead of it" not in running_page
+    assert _ahead(call(f"{url}/organizer", token=tokens["org"])[1], b1) == "0"

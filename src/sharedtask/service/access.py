@@ -237,3 +237,35 @@ def naive_utc(value: dt.datetime | None) -> dt.datetime | None:
     if value is None or value.tzinfo is None:
         return value
     return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _next_boundary(service: "ServiceState", now: Any) -> Any:
+    from sharedtask.service import phases
+
+    with service.sessions() as session:
+        return phases.next_boundary(session, now)
+
+
+def kept(service: "ServiceState", request: Request, key: tuple[Any, ...], build: Any) -> bytes:
+    """``build()`` (bytes), or the same bytes kept since the last commit (:mod:`sharedtask.service.answers`).
+
+    The key includes the digest of the request's credential, its bearer token or its sign-in
+    cookie: who asks decides what they see. An answer is also kept no later than the next
+    opening or closing of a task or a phase (:func:`sharedtask.service.phases.next_boundary`):
+    what is open, and whose scores a phase keeps back, changes then without any commit.
+    An answer ``build`` refuses (an HTTP error) is not kept.
+    """
+    from sharedtask.service.models import utcnow
+    from sharedtask.service.tokens import digest
+
+    token = token_of(request)
+    cookie = request.cookies.get(COOKIE)
+    key = (*key, digest(token) if token else None, digest(cookie) if cookie and not token else None)
+    stamp = service.answers.stamp()  # before building: an answer is never older than its stamp
+    now = utcnow()
+    body = service.answers.get(key, stamp, now)
+    if body is None:
+        body = build()
+        until = service.answers.boundary(stamp, now, lambda: _next_boundary(service, now))  # once per stamp
+        service.answers.put(key, stamp, body, until)
+    return body

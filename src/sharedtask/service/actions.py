@@ -283,6 +283,23 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
             for s in subs if organizer_view or not s.hidden_reason]
 
 
+def light_entry(row: Any, team: str, *, blind: bool) -> Any:
+    """A leaderboard row (name, verdict, scores) from a row's light columns, no record: the
+    organizer's and the public's scores as stored, under ``--blind`` the allow-list's
+    (:func:`sharedtask.service.visibility.blind_view`: declared, finite measures; the coarse status)."""
+    from sharedtask.report.model import RunEntry
+    from sharedtask.service import visibility
+
+    if blind:
+        scores = {k: v for k, v in visibility.declared_scores(row.task_id, row.scores).items() if v is not None}
+        status = visibility.coarse_status(row.run_status) or ("error" if row.status == "failed" else row.status)
+        valid = row.valid if isinstance(row.valid, bool) else None
+    else:
+        scores, status, valid = dict(row.scores or {}), pages.status_of(row), row.valid
+    return RunEntry(name=pages.run_name(team, row), image=row.image_name, command=row.command, status=status,
+                    valid=valid, findings=[], scores=scores, per_topic={}, record={})
+
+
 #: the columns a leaderboard row without its record needs (:func:`board_rows`)
 _BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
                   Submission.status, Submission.run_status, Submission.valid, Submission.scores,

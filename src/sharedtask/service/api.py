@@ -21,11 +21,10 @@ from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions, phases
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
-                                       may_see_board, member, task_of, team_names, token_of, visible)
+                                       kept, may_see_board, member, task_of, team_names, visible)
 from sharedtask.service.limits import bounded_body
-from sharedtask.service.signin import COOKIE as SIGNIN_COOKIE
 from sharedtask.service.models import Submission, Team, aware, utcnow
-from sharedtask.service.tokens import create_team, digest
+from sharedtask.service.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
 from sharedtask.units import parse_size
 
@@ -220,29 +219,9 @@ async def _hot(function: Callable[..., Response], service: ServiceState, *args: 
 
 
 def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
-    """``build()`` as JSON, or the same bytes kept since the last commit (see answers.py).
-
-    The key includes the digest of the request's credential, its bearer token or its sign-in
-    cookie: who asks decides what they see. An answer is also kept no later than the next
-    opening or closing of a task or a phase: what is open, and whose scores a phase keeps
-    back, changes then without any commit.
-    """
-    token = token_of(request)
-    cookie = request.cookies.get(SIGNIN_COOKIE)
-    key = (*key, digest(token) if token else None, digest(cookie) if cookie and not token else None)
-    stamp = service.answers.stamp()  # before building: an answer is never older than its stamp
-    now = utcnow()
-    body = service.answers.get(key, stamp, now)
-    if body is None:
-        body = bytes(JSONResponse(build()).body)
-        until = service.answers.boundary(stamp, now, lambda: _next_boundary(service, now))
-        service.answers.put(key, stamp, body, until)
+    """``build()`` as JSON, or the same bytes kept since the last commit (:func:`access.kept`)."""
+    body = kept(service, request, key, lambda: bytes(JSONResponse(build()).body))
     return Response(body, media_type="application/json")
-
-
-def _next_boundary(service: ServiceState, now: dt.datetime) -> dt.datetime | None:
-    with service.sessions() as session:
-        return phases.next_boundary(session, now)
 
 
 def _submissions_of(service: ServiceState, request: Request, task: str | None) -> Response:

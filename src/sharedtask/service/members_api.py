@@ -60,14 +60,23 @@ def revoke_token(name: str, token_id: int, _org: Organizer, session: Db) -> dict
     return token_json(token)
 
 
+def queue_line(session: Any) -> list[int]:
+    """Every queued submission's id, oldest first: the order the executor takes them."""
+    return list(session.scalars(select(Submission.id).where(Submission.status == "queued").order_by(Submission.id)))
+
+
+def ahead_of(session: Any) -> dict[int, int]:
+    """For each queued submission, how many queued ones are ahead of it (0: it runs next)."""
+    return {sid: place for place, sid in enumerate(queue_line(session))}
+
+
 @router.get("/queue", tags=["submissions"],
             summary="Where your queued submissions are in the line (1: next to run)")
 def queue(who: Member, session: Db) -> dict[str, Any]:
     """The line is the server's: every queued submission, oldest first (the order the executor
     takes them). A team sees its own submissions' places and how many are queued and running in
     all, never whose the others are."""
-    queued = list(session.scalars(select(Submission.id).where(Submission.status == "queued")
-                                  .order_by(Submission.id)))
+    queued = queue_line(session)
     running = int(session.scalar(select(func.count(Submission.id)).where(Submission.status == "running")) or 0)
     mine = set(queued) if who.organizer else set(session.scalars(
         select(Submission.id).where(Submission.team_id == who.id, Submission.status == "queued")))

@@ -148,9 +148,25 @@ def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.d
     return _page("tasks", f'<section class="task">{table}</section>')
 
 
+def queue_place(sub: Submission, ahead: dict[int, int] | None) -> str:
+    """``queued, N ahead of it`` for a queued submission whose place in the line is known, else its status."""
+    if sub.status != "queued" or ahead is None or sub.id not in ahead:
+        return e(sub.status)
+    n = ahead[sub.id]
+    return f'queued, <span class="ahead" data-ahead="{n}">{n} ahead of it</span>'
+
+
+def queue_banner(sub: Submission, ahead: dict[int, int] | None) -> str:
+    """A queued run's place in the line at the top of its page."""
+    if sub.status != "queued" or ahead is None or sub.id not in ahead:
+        return ""
+    return f'<p class="queue" role="status"><strong>Waiting to run:</strong> {queue_place(sub, ahead)}.</p>'
+
+
 def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool,
-          blind: bool = False) -> str:
-    """One table row per submission; ``blind``: only the fields of the blind allow-list."""
+          blind: bool = False, ahead: dict[int, int] | None = None) -> str:
+    """One table row per submission; ``blind``: only the fields of the blind allow-list;
+    ``ahead``: the queued submissions' places in the line (:func:`queue_place`)."""
     out = []
     for sub, team in subs:
         key = primary.get(sub.task_id, "")
@@ -172,7 +188,7 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
         out.append(f'<tr class="submission" data-id="{sub.id}" data-status="{e(sub.status)}">'
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
                    f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(tag_label(sub))}</td>"
-                   f'<td class="status">{e(sub.status)}{hidden}</td><td>{e(run_status or "—")}</td>'
+                   f'<td class="status">{queue_place(sub, ahead)}{hidden}</td><td>{e(run_status or "—")}</td>'
                    f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
                    f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')
     head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
@@ -200,9 +216,9 @@ def _final(sub: Submission) -> str:
 
 
 def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str], *,
-              blind: bool = False) -> str:
+              blind: bool = False, ahead: dict[int, int] | None = None) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
-    body = (_rows(subs, primary, organizer=False, blind=blind) if subs else
+    body = (_rows(subs, primary, organizer=False, blind=blind, ahead=ahead) if subs else
             '<p class="empty">No submissions yet: <code>sharedtask submit --server URL --token T --task ID '
             "--image IMAGE</code></p>")
     return _page(f"submissions of {team.name}", f'<section class="task">{body}</section>', refresh=pending,
@@ -210,7 +226,7 @@ def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str,
 
 
 def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], tasks: Iterable[Any],
-                   settings: dict[str, TaskSettings], teams: list[Team]) -> str:
+                   settings: dict[str, TaskSettings], teams: list[Team], ahead: dict[int, int] | None = None) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
     task_rows = []
     for task in tasks:
@@ -238,7 +254,7 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
     teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
                   + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
                   'aria-label="name of a new team" required><button>create team</button></form>')
-    subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True) if subs else
+    subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True, ahead=ahead) if subs else
                                           '<p class="empty">No submissions yet.</p>')
     return _page("organizer overview", f'<section class="task">{tasks_html}{teams_html}{subs_html}</section>',
                  refresh=pending, who="organizer")

@@ -8,11 +8,11 @@ import datetime as dt
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from sharedtask.service import actions, pages, phases, selection
-from sharedtask.service.access import Db, Member, Organizer, State, naive_utc, task_of, team_names, viewer
+from sharedtask.service.access import Db, Member, Organizer, State, kept, naive_utc, task_of, team_names, viewer
 from sharedtask.service.models import aware, utcnow
 from sharedtask.service.tokens import ORGANIZER
 
@@ -84,9 +84,10 @@ def phase_board(task_id: str, name: str, request: Request, session: Any, service
     if not selection.may_see(phase, organizer_view, utcnow()):
         raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
     runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
-    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view, runs=runs)
     names = team_names(session)
-    by_name = {pages.run_name(names[s.team_id], s): s for s in runs}
+    blind = service.config.blind and not organizer_view
+    entries = [actions.light_entry(run, names[run.team_id], blind=blind) for run in runs]
+    by_name = {entry.name: run for entry, run in zip(entries, runs)}
     rows = [(rank, entry, by_name[entry.name]) for rank, entry in leaderboard(TaskSection(task, entries))]
     return task, phase, rows
 
@@ -106,14 +107,20 @@ def board_json(task: Any, phase: Any, rows: list, names: dict[int, str]) -> dict
             summary="A phase's leaderboard (public when the phase says so; ?format=csv for a spreadsheet)")
 def phase_leaderboard(task_id: str, name: str, request: Request, session: Db, service: State,
                       format: str = "json") -> Any:  # noqa: A002 - the query's name
-    task, phase, rows = phase_board(task_id, name, request, session, service)
-    body = board_json(task, phase, rows, team_names(session))
-    if format == "csv":
-        return PlainTextResponse(board_csv(task, body), media_type="text/csv; charset=utf-8",
-                                 headers={"Content-Disposition": f'attachment; filename="{task_id}-{name}.csv"'})
-    if format != "json":
+    if format not in ("json", "csv"):
         raise HTTPException(422, f"format {format[:20]!r}: use json or csv")
-    return body
+
+    def build() -> bytes:
+        task, phase, rows = phase_board(task_id, name, request, session, service)
+        body = board_json(task, phase, rows, team_names(session))
+        return board_csv(task, body).encode() if format == "csv" else bytes(JSONResponse(body).body)
+
+    # kept until the next commit or phase boundary, per viewer (access.kept): a crowd asks for the same board
+    body = kept(service, request, ("phase-board", task_id, name, format), build)
+    if format == "csv":
+        return Response(body, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{task_id}-{name}.csv"'})
+    return Response(body, media_type="application/json")
 
 
 def board_csv(task: Any, body: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from sharedtask.service import pages, phases, selection, site
-from sharedtask.service.access import Db, State, member, naive_utc, settings_of, task_of, team_names, viewer
+from sharedtask.service.access import Db, State, kept, member, naive_utc, settings_of, task_of, team_names, viewer
 from sharedtask.service.models import utcnow
 
 router = APIRouter(include_in_schema=False)
@@ -42,13 +42,18 @@ def phase_board_page(task_id: str, name: str, request: Request, session: Db, ser
                      tz: str | None = None) -> HTMLResponse:
     from sharedtask.service.phases_api import phase_board
 
-    try:
+    def build() -> bytes:
         task, phase, rows = phase_board(task_id, name, request, session, service)
+        who = viewer(request, session)
+        return site.board_page(task, phase, rows, team_names(session), bool(who and who.organizer),
+                               _zone(request, tz)).encode()
+
+    try:  # kept per viewer and time zone until the next commit or phase boundary (access.kept)
+        body = kept(service, request, ("phase-board-page", task_id, name, tz, request.cookies.get(site.TZ_COOKIE)),
+                    build)
     except HTTPException as exc:
         return HTMLResponse(pages.message_page("not public", str(exc.detail)), exc.status_code)
-    who = viewer(request, session)
-    text = site.board_page(task, phase, rows, team_names(session), bool(who and who.organizer), _zone(request, tz))
-    return _remember(HTMLResponse(text), tz)
+    return _remember(HTMLResponse(body), tz)
 
 
 @router.post("/organizer/tasks/{task_id}/phases")

@@ -16,8 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sharedtask.service import actions, pages, phases, signin, site, visibility
-from sharedtask.service.access import (COOKIE, Db, State, all_settings, may_see_board, member, primary_measures,
+from sharedtask.service.access import (COOKIE, Db, State, all_settings, kept, may_see_board, member, primary_measures,
                                        task_of, team_names, viewer, visible)
+from sharedtask.service.members_api import ahead_of
 from sharedtask.service.models import Submission, Team, utcnow
 from sharedtask.service.tokens import create_team
 
@@ -98,8 +99,10 @@ def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
-    return html(pages.team_page(who, listing(session, who), primary_measures(service),
-                                blind=actions.blind_for(service, who)))
+    subs = listing(session, who)
+    ahead = ahead_of(session) if any(sub.status == "queued" for sub, _ in subs) else None
+    return html(pages.team_page(who, subs, primary_measures(service), blind=actions.blind_for(service, who),
+                                ahead=ahead))
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
@@ -114,7 +117,9 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
                else visibility.TEAM)
     entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
-    text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), pages.failure_banner(entry, sub))
+    queued = pages.queue_banner(sub, ahead_of(session)) if sub.status == "queued" else ""
+    banner = pages.failure_banner(entry, sub) or queued
+    text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), banner)
     if sub.status in pages.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
     return html(text)
@@ -123,13 +128,18 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
 @router.get("/tasks/{task_id}/leaderboard", response_class=HTMLResponse)
 def leaderboard_page(task_id: str, request: Request, session: Db, service: State) -> HTMLResponse:
     task = task_of(service, task_id)
-    try:
+
+    def build() -> bytes:
         organizer_view = may_see_board(request, session, task_id)
+        entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
+        title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
+        return pages.with_nav(pages.report_page(task, entries, title)).encode()
+
+    try:  # kept per viewer until the next commit or task/phase boundary (access.kept)
+        body = kept(service, request, ("leaderboard-page", task_id), build)
     except HTTPException as exc:
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
-    entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
-    title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
-    return html(pages.with_nav(pages.report_page(task, entries, title)))
+    return HTMLResponse(body)
 
 
 @router.get("/organizer", response_class=HTMLResponse)
@@ -141,7 +151,7 @@ def organizer_page(request: Request, session: Db, service: State) -> HTMLRespons
         return html(pages.message_page("organizer only", "Only the organizer may see this page."), 403)
     teams = list(session.scalars(select(Team).order_by(Team.id)))
     text = pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
-                                all_settings(session), teams)
+                                all_settings(session), teams, ahead=ahead_of(session))
     return html(text.replace("</main>", site.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
 
 
