@@ -65,7 +65,8 @@ def set_selected(session: Session, who: Team, submission_id: int, value: bool) -
 #: scores, which are most of a row (benchmarks/service_phases.py)
 BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
                  Submission.status, Submission.run_status, Submission.valid, Submission.scores,
-                 Submission.hidden_reason, Submission.created, Submission.selected, Submission.task_id)
+                 Submission.hidden_reason, Submission.created, Submission.selected, Submission.task_id,
+                 Submission.input_run)
 
 
 def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: bool) -> list[Any]:
