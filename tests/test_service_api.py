@@ -281,7 +281,10 @@ def test_a_sign_in_ends_with_sign_out_and_with_its_revoked_token(service):
     def signed_in(token: str) -> str:
         conn = http.client.HTTPConnection("127.0.0.1", port)
         conn.request("GET", f"/login?token={token}")
-        return conn.getresponse().getheader("set-cookie").split(";")[0]
+        response = conn.getresponse()
+        cookie = response.getheader("set-cookie")
+        assert cookie, (response.status, response.read()[:500])
+        return cookie.split(";")[0]
 
     first, second = signed_in(tokens["a"]), signed_in(tokens["a"])
     assert call(f"{url}/logout", "POST", headers={"Cookie": first}, data=b"")[0] == 200  # back on /

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from sharedtask.service import actions, pages, phases, signin, site, visibility
 from sharedtask.service.access import (COOKIE, Db, State, all_settings, kept, may_see_board, member, primary_measures,
-                                       task_of, team_names, viewer, visible)
+                                       state, task_of, team_names, viewer, visible)
 from sharedtask.service.members_api import ahead_of
 from sharedtask.service.models import Submission, Team, utcnow
 from sharedtask.service.tokens import create_team
@@ -73,8 +73,12 @@ def login_response(token: str, session: Session, next_page: str = "") -> HTMLRes
 
 
 @router.get("/login")
-def login_link(session: Db, token: str = "", next: str = "") -> Any:  # noqa: A002 - the query's name
-    return login_response(token, session, next)
+def login_link(request: Request, token: str = "", next: str = "") -> Any:  # noqa: A002 - the query's name
+    # a GET that writes (the sign-in row): a writer's session, whose BEGIN takes SQLite's write
+    # lock at once (db.py). A reader's session read the token first and then failed to upgrade
+    # ("database is locked", HTTP 500) when another write came in between.
+    with state(request).write_sessions()() as session:
+        return login_response(token, session, next)
 
 
 @router.post("/logout")
