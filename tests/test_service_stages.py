@@ -116,7 +116,7 @@ def test_the_preflight_names_the_published_stages(tmp_path: Path, database: str)
 
 def test_a_server_with_compute_workers_refuses_a_re_ranker_before_the_upload(tmp_path: Path, database: str):
     """The workers do not hold the stages (docs/service.md): the refusal says so at the pre-flight."""
-    server, org, team = _server(tmp_path, database, broker=True)
+    server, org, team = _server(tmp_path, database, workers_lack_stages=True)
     with server:
         url = server.url
         assert put_run(url, org, "bm25", perfect_run())[0] == 200

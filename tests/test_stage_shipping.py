@@ -63,7 +63,8 @@ def test_a_stage_is_packed_once_byte_stable_and_named_by_its_candidates(stage: P
     assert pack_stage(stage, tmp_path / "a") == (first, digest) and first.stat().st_mtime_ns == before  # made once
     assert [p.name for p in (tmp_path / "a").iterdir()] == [first.name]  # no .part left
     source = stage_source_for(tmp_path / "c", "http://organizer.invalid/images/")
-    assert source is not None and source(stage) == f"archive:http://organizer.invalid/images/{first.name}#sha256={digest}"
+    assert source is not None
+    assert source(stage) == f"archive:http://organizer.invalid/images/{first.name}#sha256={digest}"
     assert stage_source_for(None) is None
 
 

@@ -164,8 +164,9 @@ def run_options(record: dict[str, Any], task: Task, *, trust: bool = False, inpu
     Mounts, network and user come from the task's policy, not from the record: the
     dataset is the task's sample, a data-store dataset or the folder the caller names,
     there is no input run unless the caller names one or it is a re-ranker's recorded stage
-    folder, unchanged (:func:`recorded_stage`), no network, and the caller's own user. A record that asks for more (an input run, a network, root, another runtime,
-    limits above the task's) is refused with one line naming the field, unless ``trust``.
+    folder, unchanged (:func:`recorded_stage`), no network, and the caller's own user. A
+    record that asks for more (an input run, a network, root, another runtime, limits above
+    the task's) is refused with one line naming the field, unless ``trust``.
     """
     from sharedtask.sandbox.policy import RUNTIMES
 

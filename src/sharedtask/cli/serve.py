@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
-                           dataset=args.dataset, broker=bool(args.broker) and stage_source is None)
+                           dataset=args.dataset,
+                           workers_lack_stages=bool(args.broker) and stage_source is None)
     app = create_app(factory, executor, config)
     return _serve(app, args.host, args.port)
 

@@ -13,7 +13,6 @@ the candidates' sha256, which :func:`sharedtask.executor.base.execute_in` checks
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import shutil
@@ -88,15 +87,15 @@ def fetch_stage(job: Job, cache: Path) -> Path:
     if _holds(folder, wanted):
         return folder
     location, digest = parse_source(job.stage_source)
-    data = _read(location)
-    if hashlib.sha256(data).hexdigest() != digest:
-        raise SharedTaskError(f"the first stage's archive {location} is not the one the job names (sha256)",
-                              hint="the coordinator packs it again when it plans the re-ranker")
     cache.mkdir(parents=True, exist_ok=True)
     part = cache / f".{wanted}.{uuid.uuid4().hex[:8]}"
+    archive = part.with_name(part.name + ".tar")  # beside the folder: never inside the mounted stage
     part.mkdir()
     try:
-        _extract(data, part, location)
+        if _copy(location, archive) != digest:
+            raise SharedTaskError(f"the first stage's archive {location} is not the one the job names (sha256)",
+                                  hint="the coordinator packs it again when it plans the re-ranker")
+        _extract(archive, part, location)
         if not _holds(part, wanted):
             raise SharedTaskError(f"the first stage's archive {location} holds other candidates than the job's",
                                   hint="the first stage changed: plan the re-ranker again")
@@ -106,6 +105,7 @@ def fetch_stage(job: Job, cache: Path) -> Path:
             if not _holds(folder, wanted):
                 raise
     finally:
+        archive.unlink(missing_ok=True)
         shutil.rmtree(part, ignore_errors=True)
     return folder
 
@@ -118,28 +118,33 @@ def _holds(folder: Path, wanted: str) -> bool:
             and sha256(files[1]) == wanted)
 
 
-def _read(location: str) -> bytes:
-    """The archive's bytes, at most :data:`MAX_STAGE_ARCHIVE` of them."""
+def _copy(location: str, target: Path) -> str:
+    """The archive copied to ``target`` a MiB at a time, at most :data:`MAX_STAGE_ARCHIVE` bytes
+    (never whole in memory); the sha256 of its bytes."""
+    digest, size = hashlib.sha256(), 0
     try:
         if location.startswith(("http://", "https://")):
-            with urllib.request.urlopen(location, timeout=60) as response:  # noqa: S310 - the organizer's URL
-                data = response.read(MAX_STAGE_ARCHIVE + 1)
+            source = urllib.request.urlopen(location, timeout=60)  # noqa: S310 - the organizer's URL
         else:
-            with open(location, "rb") as fh:
-                data = fh.read(MAX_STAGE_ARCHIVE + 1)
+            source = open(location, "rb")
+        with source, open(target, "xb") as out:
+            while chunk := source.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_STAGE_ARCHIVE:
+                    raise SharedTaskError(f"the first stage's archive {location} is over {MAX_STAGE_ARCHIVE} bytes")
+                digest.update(chunk)
+                out.write(chunk)
     except OSError as exc:
         raise SharedTaskError(f"the first stage's archive {location} could not be read on this worker: {exc}",
                               hint="ship stages with --images-dir on a shared folder, or --images-url") from None
-    if len(data) > MAX_STAGE_ARCHIVE:
-        raise SharedTaskError(f"the first stage's archive {location} is over {MAX_STAGE_ARCHIVE} bytes")
-    return data
+    return digest.hexdigest()
 
 
-def _extract(data: bytes, folder: Path, location: str) -> None:
+def _extract(archive: Path, folder: Path, location: str) -> None:
     """Exactly the stage's two regular files, written by us; anything else refuses the archive."""
     seen: set[str] = set()
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        with tarfile.open(archive, mode="r:") as tar:
             for member in tar:
                 if member.name not in STAGE_FILES or not member.isreg() or member.name in seen:
                     raise SharedTaskError(f"the first stage's archive {location} holds {member.name[:100]!r}",

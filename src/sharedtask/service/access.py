@@ -9,7 +9,7 @@ import datetime as dt
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Hashable, Iterator
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy import select
@@ -42,7 +42,7 @@ class ServiceConfig:
     dataset: str = "sample"
     #: runs go to compute workers (``serve --broker``) that cannot get the published stages (no
     #: ``--images-dir`` to ship them through): re-rankers are refused
-    broker: bool = False
+    workers_lack_stages: bool = False
 
 
 @dataclass
@@ -59,18 +59,20 @@ class ServiceState:
     answers: Answers = field(default_factory=lambda: Answers(None))
     #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see api._hot)
     hot_threads: Any = None
-    #: one lock per archive digest: ten teams sending the same new image load it once
     #: the specs of ``known_tasks``, loaded on first use: a spec does not change under a running server
     _tasks: dict[str, Any] = field(default_factory=dict)
-    _image_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    #: one lock per key (:meth:`lock_for`)
+    _locks: dict[Hashable, threading.Lock] = field(default_factory=dict)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)
 
     def write_sessions(self) -> sessionmaker[Session]:
         return self.writers or self.sessions
 
-    def image_lock(self, digest: str) -> threading.Lock:
+    def lock_for(self, key: Hashable) -> threading.Lock:
+        """One lock per key, so parallel requests for one thing do it once: ten teams sending the
+        same new image (``("image", digest)``) load it once, two publications of one stage make it once."""
         with self._locks_guard:
-            return self._image_locks.setdefault(digest, threading.Lock())
+            return self._locks.setdefault(key, threading.Lock())
 
 
 def state(request: Request) -> ServiceState:

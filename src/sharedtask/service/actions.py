@@ -17,6 +17,7 @@ from sharedtask.service import pages, phases
 from sharedtask.service.access import ServiceState, naive_utc, settings_of, task_of, team_names
 from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
+from sharedtask.service.selection import BOARD_COLUMNS
 from sharedtask.service.tokens import TEAM_NAME
 
 TAG = TEAM_NAME
@@ -87,7 +88,7 @@ def _stage(service: ServiceState, session: Session, task_id: str, input_run: str
     if input_run is None:
         return None
     return stages.chosen(session, task_of(service, task_id), input_run, phase, service.config.dataset,
-                         broker=service.config.broker)
+                         workers_lack_stages=service.config.workers_lack_stages)
 
 
 def preflight(service: ServiceState, who: Team, task_id: str, tag: str | None, size: int | None,
@@ -185,7 +186,7 @@ def image_of_archive(service: ServiceState, raw: Path, sha: str, limit: int) -> 
     """
     from sharedtask.service.uploads import clean_archive, load_archive
 
-    with service.image_lock(sha):
+    with service.lock_for(("image", sha)):
         with service.sessions() as session:
             found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
         if found is not None:
@@ -300,10 +301,6 @@ def light_entry(row: Any, team: str, *, blind: bool) -> Any:
                     valid=valid, findings=[], scores=scores, per_topic={}, record={})
 
 
-#: the columns a leaderboard row without its record needs (:func:`board_rows`)
-_BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
-                  Submission.status, Submission.run_status, Submission.valid, Submission.scores,
-                  Submission.hidden_reason, Submission.phase_id, Submission.input_run)
 
 
 def board_rows(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
@@ -320,7 +317,7 @@ def board_rows(service: ServiceState, session: Session, task_id: str, *, organiz
     if service.config.blind and not organizer_view:
         return board_entries(service, session, task_id, organizer_view=False)
     names = team_names(session)
-    rows = session.execute(select(*_BOARD_COLUMNS).where(Submission.task_id == task_id,
+    rows = session.execute(select(*BOARD_COLUMNS).where(Submission.task_id == task_id,
                                                          Submission.status.in_(("done", "failed")))
                            .order_by(Submission.id))
     return [RunEntry(name=pages.run_name(names[r.team_id], r), image=r.image_name, command=r.command,

@@ -4,7 +4,6 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 (``Member``, ``Db``, the request models) at run time.
 """
 
-import asyncio
 import datetime as dt
 import secrets
 from pathlib import Path
@@ -17,12 +16,11 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
 
 from sharedtask.service import actions, phases
 from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
                                        kept, may_see_board, member, task_of, team_names, visible)
-from sharedtask.service.limits import bounded_body
+from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.models import Submission, Team, aware, utcnow
 from sharedtask.service.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
@@ -54,50 +52,17 @@ class SettingsIn(BaseModel):
 # ----------------------------------------------------------------------------- submissions
 
 
-#: a chunk of an upload must arrive within this many seconds, or the upload is dropped
-UPLOAD_IDLE_SECONDS = 120.0
-#: the body arrives in pieces of about 64 KB; they go to the spool a MiB at a time, because each
-#: write is a trip to the thread pool, and under a crowd each trip waits behind the other
-#: requests' (a 2 MB upload waited 32 times: 2-3 s; benchmarks/service.py)
-SPOOL_BATCH = 1024 * 1024
 #: JSON bodies (a named image, settings, a team) are small
 JSON_LIMIT = 64 * 1024
 
 
 async def _spool_upload(request: Request, service: State, limit: int) -> tuple[Path, str]:
-    """The request body in ``DATA_DIR/uploads/``, with its sha256; nothing stays behind on any failure.
-
-    No session and no transaction is open while the body streams, and each chunk must come
-    within ``UPLOAD_IDLE_SECONDS``: a stalled client cannot hold a spool or a slot for ever.
-    """
+    """The request body in ``DATA_DIR/uploads/`` (:func:`limits.stream_to`), with its sha256;
+    nothing stays behind on any failure."""
     uploads = service.config.data_dir / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
     spool = Spool(uploads / f"{secrets.token_hex(8)}.tar", limit)
-    stream = request.stream().__aiter__()
-    pending: list[bytes] = []
-    pending_size = 0
-    try:
-        while True:
-            try:
-                chunk = await asyncio.wait_for(stream.__anext__(), UPLOAD_IDLE_SECONDS)
-            except StopAsyncIteration:
-                break
-            except asyncio.TimeoutError:
-                raise HTTPException(408, f"no data for {UPLOAD_IDLE_SECONDS:.0f} s: the upload was dropped; "
-                                         "nothing was stored") from None
-            pending.append(chunk)
-            pending_size += len(chunk)
-            if pending_size >= SPOOL_BATCH:
-                await run_in_threadpool(spool.write, b"".join(pending))
-                pending, pending_size = [], 0
-        if pending_size:
-            await run_in_threadpool(spool.write, b"".join(pending))
-    except ClientDisconnect:
-        spool.discard()
-        raise HTTPException(400, "the upload was interrupted; nothing was stored") from None
-    except BaseException:
-        spool.discard()
-        raise
+    await stream_to(request, spool)
     sha = spool.close()
     expected = request.headers.get("x-image-sha256")
     problem = None

@@ -9,11 +9,14 @@ image upload route streams its body to a spool with its own limit (the task's ``
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 from fastapi import HTTPException, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 #: the largest body of a form or JSON request (a token, settings, a team name, an image name)
 BODY_LIMIT = 64 * 1024
@@ -82,6 +85,55 @@ class BodyLimit:
         except _TooLarge:
             if not started:
                 await _refuse(send, self.limit)
+
+
+#: a chunk of a streamed body must arrive within this many seconds, or the upload is dropped
+UPLOAD_IDLE_SECONDS = 120.0
+#: the body arrives in pieces of about 64 KB; they go to the spool a MiB at a time, because each
+#: write is a trip to the thread pool, and under a crowd each trip waits behind the other
+#: requests' (a 2 MB upload waited 32 times: 2-3 s; benchmarks/service.py)
+SPOOL_BATCH = 1024 * 1024
+
+
+class Spooler(Protocol):
+    """Where a streamed body goes (:class:`sharedtask.service.uploads.Spool`)."""
+
+    def write(self, chunk: bytes) -> None: ...
+
+    def discard(self) -> None: ...
+
+
+async def stream_to(request: Request, spool: Spooler) -> None:
+    """The body of a streaming route into ``spool``; on any failure the spool is discarded.
+
+    No session and no transaction is open meanwhile, and each chunk must come within
+    ``UPLOAD_IDLE_SECONDS``: a stalled client cannot hold a spool or a slot for ever.
+    """
+    stream = request.stream().__aiter__()
+    pending: list[bytes] = []
+    pending_size = 0
+    try:
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), UPLOAD_IDLE_SECONDS)
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:
+                raise HTTPException(408, f"no data for {UPLOAD_IDLE_SECONDS:.0f} s: the upload was dropped; "
+                                         "nothing was stored") from None
+            pending.append(chunk)
+            pending_size += len(chunk)
+            if pending_size >= SPOOL_BATCH:
+                await run_in_threadpool(spool.write, b"".join(pending))
+                pending, pending_size = [], 0
+        if pending_size:
+            await run_in_threadpool(spool.write, b"".join(pending))
+    except ClientDisconnect:
+        spool.discard()
+        raise HTTPException(400, "the upload was interrupted; nothing was stored") from None
+    except BaseException:
+        spool.discard()
+        raise
 
 
 async def bounded_body(request: Request, limit: int) -> bytes:

@@ -61,12 +61,13 @@ def set_selected(session: Session, who: Team, submission_id: int, value: bool) -
     return sub
 
 
-#: the columns a phase's board shows or ranks by: never the record, the validation or the per-topic
-#: scores, which are most of a row (benchmarks/service_phases.py)
+#: the columns a leaderboard (a phase's, or the task's JSON board: actions.board_rows) shows or
+#: ranks by: never the record, the validation or the per-topic scores, which are most of a row
+#: (benchmarks/service_phases.py)
 BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,
                  Submission.status, Submission.run_status, Submission.valid, Submission.scores,
                  Submission.hidden_reason, Submission.created, Submission.selected, Submission.task_id,
-                 Submission.input_run)
+                 Submission.input_run, Submission.phase_id)
 
 
 def board_runs(session: Session, phase: Phase, primary: str, *, organizer_view: bool) -> list[Any]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,15 +31,6 @@ from sharedtask.service.models import Phase, Stage, Submission, aware
 from sharedtask.service.tokens import TEAM_NAME
 
 log = logging.getLogger("sharedtask.service")
-
-#: one lock per (task, name, dataset): two organizers' requests (or one repeated) make a stage once
-_locks: dict[tuple[str, str, str], threading.Lock] = {}
-_guard = threading.Lock()
-
-
-def _lock(key: tuple[str, str, str]) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault(key, threading.Lock())
 
 
 @dataclass(frozen=True)
@@ -94,7 +84,7 @@ def publish(service: Any, task: Any, name: str, source: Source) -> tuple[Stage, 
     """The stage ``name`` of ``task`` on the source's dataset, made now unless it exists; (stage, made).
 
     Runs in a worker thread. No transaction is open while the run is validated and the
-    stage folder written (a corpus is read once: seconds to minutes); the lock per
+    stage folder written (a corpus is read once: seconds to minutes); the service's lock per
     (task, name, dataset) makes parallel requests wait for one making.
     """
     from sharedtask.rerank import prepare_stage
@@ -105,7 +95,7 @@ def publish(service: Any, task: Any, name: str, source: Source) -> tuple[Stage, 
         raise HTTPException(422, f"task {task.id} declares no re-ranking stage (its spec has no `rerank:`), so its "
                                  "submissions read no first stage")
     run_sha = sha256(source.run_file)
-    with _lock((task.id, name, source.dataset)):
+    with service.lock_for(("stage", task.id, name, source.dataset)):
         with service.sessions() as session:
             found = find(session, task.id, name, source.dataset)
         if found is not None:
@@ -161,7 +151,7 @@ def stages_of(session: Session, task_id: str) -> list[Stage]:
 
 
 def chosen(session: Session, task: Any, name: str | None, phase: Phase | None, default: str,
-           *, broker: bool = False) -> Stage | None:
+           *, workers_lack_stages: bool = False) -> Stage | None:
     """The stage a new submission re-ranks (None: it re-ranks none), or the refusal saying how to fix it.
 
     Asked by the pre-flight (before any byte of the image moves) and again when the
@@ -171,7 +161,7 @@ def chosen(session: Session, task: Any, name: str | None, phase: Phase | None, d
         return None
     if task.rerank is None:
         raise HTTPException(422, f"task {task.id} declares no re-ranking stage: submit without --input-run")
-    if broker:
+    if workers_lack_stages:
         raise HTTPException(422, "this server runs submissions on compute workers and ships them no published "
                                  "stages: submit without --input-run, or ask the organizer to start the server "
                                  "with --images-dir, which ships stages to the workers as it ships images")

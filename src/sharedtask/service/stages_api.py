@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sharedtask.service import stages
 from sharedtask.service.access import Db, State, ServiceState, authenticate, task_of, viewer
-from sharedtask.service.limits import bounded_body
+from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.uploads import Spool, UploadError
 
 router = APIRouter(prefix="/api")
@@ -55,7 +55,7 @@ async def put_stage(task_id: str, name: str, request: Request, service: State,
 
 async def _spool_run(request: Request, service: ServiceState, limit: int) -> Path:
     """The run file of the body in ``DATA_DIR/uploads/`` (removed at the next start if a kill cuts it),
-    written as it arrives and refused past the task's run size bound."""
+    written as it arrives (:func:`limits.stream_to`) and refused past the task's run size bound."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"the run file is larger than the task's bound of {limit} bytes (max_run_bytes)")
@@ -63,15 +63,10 @@ async def _spool_run(request: Request, service: ServiceState, limit: int) -> Pat
     uploads.mkdir(parents=True, exist_ok=True)
     spool = Spool(uploads / f"{secrets.token_hex(8)}-run.txt", limit)
     try:
-        async for chunk in request.stream():
-            await run_in_threadpool(spool.write, chunk)
+        await stream_to(request, spool)  # a chunk per idle bound, a MiB per trip to the thread pool
     except UploadError:
-        spool.discard()
         raise HTTPException(413, f"the run file is larger than the task's bound of {limit} bytes "
                                  "(max_run_bytes)") from None
-    except BaseException:
-        spool.discard()
-        raise
     spool.close()
     if spool.size == 0:
         spool.path.unlink(missing_ok=True)
