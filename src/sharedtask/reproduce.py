@@ -380,13 +380,13 @@ def reproduce_baselines(
     reference_cpus = _reference_cpus(root)
     made_on: dict[str, Any] = {}
     out: list[Reproduction] = []
-    for task, sw in pairs:
+    for done, (task, sw) in enumerate(pairs):
         reference = reference_path(root, task, sw)
         run_dir = out_dir / task.id / sw.name
         if run_dir.exists():
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
-        say(f"{task.id}: re-running {sw.name}")
+        say(f"{task.id}: re-running {sw.name} ({done + 1} of {len(pairs)})")
         rep = Reproduction(sw.name, task, reference, run_dir / "output", None, None)
         out.append(rep)
         if errors.get(sw.image):

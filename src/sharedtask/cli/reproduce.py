@@ -1,7 +1,7 @@
 """``sharedtask reproduce``: re-run recorded software and compare with the original run.
 
-    sharedtask reproduce RECORD [--trust-record] [--dataset DIR] [--input-run DIR] [--output DIR] [--qrels F | --truth DIR] [thresholds] [--cpu-profile NAME] [--json]
-    sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--out DIR] [--report FILE]
+    sharedtask reproduce RECORD [--trust-record] [--input DIR] [--input-run DIR] [--output DIR] [--qrels F | --truth DIR] [thresholds] [--cpu-profile NAME] [--json]
+    sharedtask reproduce --all [--update] [--task ID]... [--references DIR] [--output DIR] [--report FILE]
                                [--cpu-profile NAME] [--json]
 
 Exit code: 0 every comparison identical or reproduced (or references updated), 1 a run
@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole, escape
+from sharedtask.cli import LazyConsole, escape, renamed_option
 from sharedtask.cli.compare import add_comparison_options, exit_code, show, thresholds
 from sharedtask.errors import SharedTaskError
 
@@ -32,13 +32,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("record", nargs="?", type=Path, metavar="RECORD",
                    help="run-record.json of the run to reproduce (or the folder holding it)")
-    p.add_argument("--output", type=Path, metavar="DIR", help="output folder of the re-run (must be empty)")
+    p.add_argument("--output", type=Path, metavar="DIR",
+                   help="output folder of the re-run (must be empty); with --all where the re-runs go "
+                        "(default ./sharedtask-reproduce)")
+    renamed_option(p, "--out", "--output", "output", type=Path)
     p.add_argument("--trust-record", action="store_true",
                    help="honour the record's mounts, network, user, runtime and limits as recorded (by default "
                         "they come from the task's policy and a record asking for more is refused)")
-    p.add_argument("--dataset", type=Path, metavar="DIR",
+    p.add_argument("--input", type=Path, metavar="DIR",
                    help="the dataset's input folder (default: the recorded one when it is the task's sample or "
                         "a dataset of the data store)")
+    renamed_option(p, "--dataset", "--input", "input", type=Path)  # --dataset is a registry id elsewhere
     p.add_argument("--input-run", type=Path, metavar="DIR",
                    help="the input run to mount: a stage folder or a first stage's run (default: a re-ranker's "
                         "recorded stage folder while it holds the recorded candidates; any other recorded input run "
@@ -49,8 +53,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--manifest", type=Path, metavar="FILE", help="manifest (default: the project's tira.yml)")
     p.add_argument("--references", type=Path, metavar="DIR",
                    help="reference runs folder (default: baselines/reference-runs)")
-    p.add_argument("--out", type=Path, default=Path("sharedtask-reproduce"), metavar="DIR",
-                   help="with --all: where the re-runs go (default ./sharedtask-reproduce)")
     p.add_argument("--report", type=Path, metavar="FILE", help="with --all: also write an HTML report")
     p.add_argument("--cpu-profile", metavar="NAME",
                    help="emulate an older CPU in the re-runs: native, haswell (no AVX-512) or nehalem (no AVX); "
@@ -65,15 +67,15 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("give either RECORD or --all", hint="sharedtask reproduce RECORD | --all")
     if args.update and not args.all:
         raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
-    if args.all and (args.trust_record or args.dataset or args.input_run):
-        raise SharedTaskError("--trust-record, --dataset and --input-run are for one RECORD, not --all")
+    if args.all and (args.trust_record or args.input or args.input_run):
+        raise SharedTaskError("--trust-record, --input and --input-run are for one RECORD, not --all")
     if args.all:
         return _all(args)
     from sharedtask.reproduce import reproduce_record
 
     rep = reproduce_record(args.record, output_dir=args.output, qrels=args.qrels, truth_dir=args.truth,
                            thresholds=thresholds(args), p=args.rbo_p, cpu=args.cpu_profile,
-                           trust_record=args.trust_record, input_dir=args.dataset, input_run=args.input_run)
+                           trust_record=args.trust_record, input_dir=args.input, input_run=args.input_run)
     if rep.comparison is None:
         if args.json:
             print(json.dumps({"verdict": "failed", "error": rep.error, "output": str(rep.reproduced_dir)}, indent=2))
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _all(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from sharedtask.manifest import load_manifest
@@ -106,13 +108,18 @@ def _all(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     tasks = [load_task(t) for t in args.task] if args.task else None
     docker_client()  # one clear line when Docker is not there, before any work
-    out = args.out.resolve()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
-        status = progress.add_task("starting", total=None)
-        reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
-                                   tasks=tasks, references=args.references, update=args.update,
-                                   thresholds=thresholds(args), cpu=args.cpu_profile)
+    out = (args.output or Path("sharedtask-reproduce")).resolve()
+    stderr = Console(stderr=True, highlight=False)
+    options = dict(tasks=tasks, references=args.references, update=args.update, thresholds=thresholds(args),
+                   cpu=args.cpu_profile)
+    if stderr.is_terminal:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                      console=stderr, transient=True) as progress:
+            status = progress.add_task("starting", total=None)
+            reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
+                                       **options)
+    else:  # a log or CI: rich draws nothing there, so one line per step (minutes pass between them)
+        reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **options)
     if args.report:
         from sharedtask.reproduce import report_sections
         from sharedtask.report import write_report
@@ -149,4 +156,15 @@ def _all(args: argparse.Namespace) -> int:
                 console.print(f"{escape(r.task.id)}/{escape(r.name)}: CPU: {escape(r.cpu_note)}")
         if args.report:
             console.print(f"report: {escape(str(args.report))}")
+        console.print(_tally(reps, args.update))
     return 1 if bad else 0
+
+
+def _tally(reps: list, update: bool) -> str:
+    """The closing line, e.g. "44 of 44 identical" or "40 of 44 identical, 3 reproduced, 1 failed"."""
+    from collections import Counter
+
+    counts = Counter(r.verdict for r in reps)
+    head = "updated" if update else "identical"
+    rest = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()) if v != head)
+    return f"{counts.get(head, 0)} of {len(reps)} {head}" + (f", {rest}" if rest else "")

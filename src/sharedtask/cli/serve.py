@@ -86,12 +86,16 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
     for task_id in args.tasks or ():
         load_task(task_id)  # an unknown id is one line, before anything is written
+    if args.new_team is not None:
+        from sharedtask.service.tokens import check_team_name
+
+        check_team_name(args.new_team)  # before a data folder or database is made
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
     migrate(engine)
     factory = sessions(engine)
-    if args.new_organizer_token or args.new_team:
+    if args.new_organizer_token or args.new_team is not None:  # "" is a (refused) name, not "serve"
         with factory.begin() as session:
             token = organizer_token(session) if args.new_organizer_token else create_team(session, args.new_team)[1]
         print(token)

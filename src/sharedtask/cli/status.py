@@ -30,13 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sharedtask.cli.submit import _print_result, _wait, console
+    from sharedtask.cli.submit import _print_result, _wait, console, server_address
     from sharedtask.service.client import Server
     from sharedtask.untrusted import markup_safe
 
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    server = Server(args.server.rstrip("/"), args.token)
+    server = Server(server_address(args.server), args.token)
     sub = (_wait(server, args.id, quiet=args.json) if args.wait
            else server.request("GET", f"/api/submissions/{args.id}"))
     if args.json:

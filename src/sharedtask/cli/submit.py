@@ -51,6 +51,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def server_address(url: str) -> str:
+    """The server's base address; a URL with a path (a page, /openapi.json) is refused.
+
+    Why: the client sends its requests to the host alone, so a path would be ignored while
+    the printed page addresses carried it (the field test's ``--server http://host/openapi.json``).
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SharedTaskError(f"invalid server URL {url!r}: expected http(s)://HOST[:PORT]",
+                              hint="e.g. --server http://127.0.0.1:8000")
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        base = f"{parts.scheme}://{parts.netloc}"
+        raise SharedTaskError(f"--server {url!r} names a page, not the server: expected http(s)://HOST[:PORT]",
+                              hint=f"--server {base}")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _estimate(image: str) -> int | None:
     """The image's size as docker reports it (its archive is about as large), or None if unknown."""
     from sharedtask.dockerclient import docker_client
@@ -88,11 +107,16 @@ def run(args: argparse.Namespace) -> int:
     load_task(args.task)  # an unknown id is one line, before a large image is written
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    server = Server(args.server.rstrip("/"), args.token)
+    server = Server(server_address(args.server), args.token)
     path = submission_path(args.task, args.command, args.tag, args.phase, args.input_run)
     # Before any byte moves: token, dates, quota, tag, size and stage (a refusal costs no docker save).
     ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase,
                              args.input_run)
+    if not isinstance(ready, dict) or ready.get("task") != args.task or "max_upload" not in ready:
+        # another web server that answers 200 to any path: nothing is uploaded, no quota used
+        raise SharedTaskError(f"{server.url} is not a sharedtask server (its answer to the submission check is not "
+                              "sharedtask's)", hint="give the address `sharedtask serve` printed, e.g. "
+                              "http://127.0.0.1:8000")
     if not args.json and ready.get("remaining_today") is not None:
         err_console.print(f"{markup_safe(args.task)}: {ready['remaining_today']} submission(s) left today")
     if args.registry:

@@ -150,6 +150,7 @@ class Block:
         self.n = ends.shape[1]
         self.ends = ends  # (ncol, n): position of the delimiter after each field (int32)
         self._starts: dict[int, np.ndarray] = {}
+        self._id_words: dict[int, list[np.ndarray]] = {}  # an id column's first 24 bytes, zero-padded
         self._lengths: dict[int, np.ndarray] = {}
 
     def start(self, col: int) -> np.ndarray:
@@ -325,6 +326,7 @@ class Block:
         else:
             masks = [_MASKS[np.minimum(np.maximum(lens - 8 * i, 0), 8)] for i in range(3)]
         w = [self.words.view[pos + 8 * i] & masks[i] for i in range(3)]
+        self._id_words[col] = w
         key = (w[0] * _HASH[0]) ^ (w[1] * _HASH[1]) ^ (w[2] * _HASH[2]) ^ lens.astype(_U)
         key ^= key >> _U(31)
         if pattern is None:
@@ -387,6 +389,12 @@ class Block:
         out[(tagged[1:][dup] >> _U(40)).astype(np.intp)] = True
         return out
 
+    def _id_below(self, col: int) -> np.ndarray:
+        """below[i]: line i+1's id sorts before line i's as strcmp does (ids <= 24 bytes, no NUL)."""
+        w = [x.byteswap() for x in self._id_words[col]]  # big-endian: integer order = byte order
+        a, b = [x[:-1] for x in w], [x[1:] for x in w]
+        return (a[0] > b[0]) | ((a[0] == b[0]) & ((a[1] > b[1]) | ((a[1] == b[1]) & (a[2] > b[2]))))
+
     def _ties(self, scores: np.ndarray, same: np.ndarray, nseg: int) -> tuple[np.ndarray, np.ndarray]:
         """Tie groups per segment as ranking._ties_sorted counts them (scores non-increasing)."""
         ties = np.zeros(nseg, dtype=np.int64)
@@ -402,7 +410,14 @@ class Block:
         start = eq.copy()
         start[1:] &= ~eq[:-1]
         pair_seg = self.seg_ids[1:]
-        np.add.at(ties, pair_seg[start], 1)
+        # Only groups that trec_eval orders otherwise than the ranks (ranking._reorders): ranks
+        # are 1..n here, so a group counts when some neighbour's docno is not below the one before.
+        below = self._id_below(self.layout.doc) if self.layout.doc is not None else np.zeros(self.n - 1, bool)
+        bad_pair = eq & ~below
+        if bad_pair.any():
+            group = np.cumsum(start)
+            _, first = np.unique(group[bad_pair], return_index=True)
+            np.add.at(ties, pair_seg[bad_pair][first], 1)
         only32 = eq32 & ~eq
         if only32.any():
             start32 = eq32.copy()

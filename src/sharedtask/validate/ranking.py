@@ -433,10 +433,19 @@ def _ties_sorted(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: li
         return
     if eq.any():
         starts, ends = _runs(eq)
-        for g, (s0, e0) in enumerate(zip(starts.tolist(), ends.tolist())):
+        # Ranks are 1..n in file order here: a group is in trec_eval's order (docno descending)
+        # when each neighbour's docno is below the one before; such a group is no finding.
+        pairs = np.flatnonzero(eq).tolist()
+        below = np.fromiter((docs[i] > docs[i + 1] for i in pairs), dtype=bool, count=len(pairs))
+        group = np.cumsum(np.concatenate(([True], np.diff(pairs) != 1))) - 1 if pairs else np.zeros(0, int)
+        reorders = np.zeros(len(starts), dtype=bool)
+        reorders[group[~below]] = True
+        kept = np.flatnonzero(reorders).tolist()
+        for g, k in enumerate(kept):
             if not out.wants("RUN-TIE"):
-                out.count_only(Severity.WARNING, "RUN-TIE", len(starts) - g)
+                out.count_only(Severity.WARNING, "RUN-TIE", len(kept) - g)
                 break
+            s0, e0 = int(starts[k]), int(ends[k])
             _tie_finding(ctx, topic, docs, ranks, scores, lines, list(range(s0, e0 + 1)))  # type: ignore[arg-type]
     only32 = eq_b & ~eq
     if only32.any():
@@ -494,17 +503,15 @@ def _ties(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int 
     if len(distinct) != len(vals):
         repeated = {v for v, c in Counter(vals).items() if c > 1}
         groups: dict[float, list[int]] = {}
-        if out.wants("RUN-TIE"):
-            for k in compress(idx, map(repeated.__contains__, vals)):  # only the tied ones, in order
-                groups.setdefault(scores[k], []).append(k)  # type: ignore[arg-type]
-        for g, members in enumerate(groups.values()):
-            if not out.wants("RUN-TIE"):
+        for k in compress(idx, map(repeated.__contains__, vals)):  # only the tied ones, in order
+            groups.setdefault(scores[k], []).append(k)  # type: ignore[arg-type]
+        # a group already in trec_eval's order (the same as the ranks) changes nothing: no finding
+        reordering = [m for m in groups.values() if _reorders(docs, ranks, m)]
+        for g, members in enumerate(reordering):
+            if not out.wants("RUN-TIE"):  # one finding per tied value; past the cap they are only counted
+                out.count_only(Severity.WARNING, "RUN-TIE", len(reordering) - g)
                 break
             _tie_finding(ctx, topic, docs, ranks, scores, lines, members)
-        else:
-            g = len(groups)
-        if len(repeated) > g:  # one finding per tied value; past the cap they are only counted
-            out.count_only(Severity.WARNING, "RUN-TIE", len(repeated) - g)
     # pytrec_eval-terrier 0.5.11 (trec_eval 9.0.8) keeps scores as C float: docs/evaluation.md.
     try:
         f32 = array("f", distinct)  # type: ignore[arg-type]
@@ -524,13 +531,23 @@ def _ties(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int 
         _float32_finding(ctx, topic, docs, scores, lines, members)
 
 
+def _reorders(docs: Sequence[str], ranks: list[int | None], members: list[int]) -> bool:
+    """Whether trec_eval's order of a tie group (docno descending) differs from its ranks.
+
+    Why: a group already in that order is evaluated as the ranks say; reporting it
+    (the field test's shipped baselines had 12-79 such "warnings") buries the real ones.
+    """
+    if any(ranks[k] is None for k in members):
+        return True
+    trec = sorted(members, key=lambda k: docs[k], reverse=True)  # strcmp order = code point order of UTF-8
+    return trec != sorted(members, key=lambda k: (ranks[k], k))
+
+
 def _tie_story(docs: Sequence[str], ranks: list[int | None], members: list[int], touche: bool) -> str:
     trec = sorted(members, key=lambda k: docs[k], reverse=True)  # strcmp order = code point order of UTF-8
     story = f"trec_eval orders them by docno descending: {_list(docs[k] for k in trec)}"
     if all(ranks[k] is not None for k in members):
         by_rank = sorted(members, key=lambda k: (ranks[k], k))
-        if by_rank == trec:
-            return story + " (the same order as your ranks)"
         story += f", but your ranks say {_list(docs[k] for k in by_rank)}"
         if touche:
             story += " (the Touché scorer follows your ranks)"
