@@ -87,13 +87,9 @@ def _table(**kwargs: object):
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return ""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1000
-    return ""
+    from sharedtask.units import format_size  # one style of sizes everywhere (binary units)
+
+    return "" if n is None else format_size(n)
 
 
 def _state(ds) -> str:

@@ -73,7 +73,9 @@ def _format_of(task: Task, rel: Path) -> str:
 
 
 def _size(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MiB"
+    from sharedtask.units import format_size  # one style of sizes everywhere
+
+    return format_size(n)
 
 
 def _run(args: argparse.Namespace) -> int:

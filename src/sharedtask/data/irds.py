@@ -13,22 +13,42 @@ import contextlib
 import io
 import shutil
 from pathlib import Path
+from typing import Iterator
 
 from sharedtask.errors import SharedTaskError
 
 
-def _load(irds_id: str):
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """ir_datasets' prints and log lines kept from the user's terminal while it works.
+
+    Why: each of its modules makes its own logger with a handler on stderr, level INFO and
+    no propagation (ir_datasets 0.6.3 log.py), so setting the "ir_datasets" logger's level
+    does not reach them; its download retries and "[INFO] ..." lines would stand before our
+    one-line error. ``logging.disable`` holds for every logger, only while ir_datasets runs;
+    its prints (the qrels path, ToucheQrels.qrels_iter) would spoil a --json stdout.
+    """
     import logging
 
-    # ir_datasets logs each download retry on stderr; our errors are one line of their own.
-    logging.getLogger("ir_datasets").setLevel(logging.CRITICAL)
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
     try:
-        import ir_datasets
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logging.disable(before)
+
+
+def _load(irds_id: str):
+    try:
+        with _quiet():
+            import ir_datasets
     except ImportError:
         raise SharedTaskError("irds: datasets need the ir_datasets package",
                               hint="pip install ir_datasets (or sharedtask[data])") from None
     try:
-        return ir_datasets.load(irds_id)
+        with _quiet():
+            return ir_datasets.load(irds_id)
     except KeyError:
         raise SharedTaskError(f"ir_datasets has no dataset {irds_id!r}",
                               hint="check the id at ir-datasets.com") from None
@@ -47,7 +67,7 @@ def source_path(irds_id: str, part: str) -> Path:
     """The file ir_datasets reads ``part`` from (downloaded into its cache if it can). For the
     quality qrels, the organizers' quality file (ToucheQualityQrels' second source)."""
     dataset = _load(irds_id)
-    with contextlib.redirect_stdout(io.StringIO()):
+    with _quiet():
         try:
             if part == "queries":
                 return Path(dataset.queries_handler().queries_path())
@@ -66,7 +86,7 @@ def write_part(irds_id: str, part: str, dest: Path) -> None:
     dataset = _load(irds_id)
     # ir_datasets 0.6.3 prints the qrels path on stdout (ToucheQrels.qrels_iter); our
     # stdout may be --json, so its chatter goes to a buffer.
-    with contextlib.redirect_stdout(io.StringIO()):
+    with _quiet():
         try:
             if part == "queries":
                 shutil.copyfile(dataset.queries_handler().queries_path(), dest)

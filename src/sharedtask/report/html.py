@@ -50,12 +50,10 @@ def fmt_score(value: float | None) -> str:
 
 
 def fmt_bytes(value: float) -> str:
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
+    """Sizes in one style across the CLI and the report (binary units, :func:`units.format_size`)."""
+    from sharedtask.units import format_size
+
+    return format_size(int(value))
 
 
 def fmt_seconds(value: float) -> str:
