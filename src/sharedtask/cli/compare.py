@@ -49,7 +49,9 @@ def add_comparison_options(p: argparse.ArgumentParser) -> None:
     t = Thresholds()
     p.add_argument("--qrels", type=Path, help="relevance qrels (overrides the one in --truth)")
     p.add_argument("--truth", type=Path, help="truth folder (qrels, quality qrels, answers.tsv, formulas/)")
-    p.add_argument("--input", type=Path, dest="input_dir", help="dataset folder (Task 2: the formula index)")
+    p.add_argument("--input", type=Path, dest="input_dir", metavar="DIR",
+                   help="dataset folder: Task 2's formula index; for reproduce also the re-run's input (default: "
+                        "the recorded one when it is the task's sample or a dataset of the data store)")
     p.add_argument("--rbo-p", type=float, default=RBO_P, metavar="P",
                    help=f"RBO persistence: weight of rank d is P^(d-1) (default {RBO_P}, repro_eval's)")
     p.add_argument("--min-ktu", type=float, default=t.min_ktu, metavar="X", help=f"(default {t.min_ktu})")

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 raise
             raise SharedTaskError(f"{exc.message}; scored with the official qrels, as no --qrels/--truth was given",
                                   hint=exc.hint or "a run on the bundled sample? give --truth with the sample's truth") from None
+        _refuse_empty(name, results[name], args.measures, note)
         if note:
             results[name].notes.insert(0, note)
     if len(results) == 1 and not args.significance:
@@ -140,6 +141,27 @@ def run(args: argparse.Namespace) -> int:
             for m in board.measures:
                 console.print(_per_topic_table(m.label, {n: r.per_topic.get(m.key, {}) for n, r in results.items()}))
     return 0
+
+
+def _refuse_empty(name: str, result, measures: list[str] | None, truth_note: str | None) -> None:
+    """Exit 2 with why, rather than a table of blank scores and exit 0.
+
+    Why: a sample run scored on the official qrels (the field test) has topics the qrels
+    know but no judged result; every mean is then undefined and the blank row read as a result.
+    """
+    if not result.measures:  # every asked measure left out (Task 3's AR and P@1 with nothing judged)
+        why = next((n for n in result.notes if "not computed" in n), "none of the measures could be computed")
+        raise SharedTaskError(f"{name}: nothing scored: {why}",
+                              hint="leave out --measures to get the measures that need no judgements"
+                              if measures else None)
+    if all(math.isnan(v) for v in result.scores.values()):
+        why = next((n for n in result.notes if "left out" in n or "unjudged" in n), "")
+        why = why.split(": A.")[0].split(" (trec_eval")[0]  # the note without its list of topics
+        raise SharedTaskError(f"{name}: nothing scored: no result of the run is judged in the qrels"
+                              + (f" ({why})" if why else ""),
+                              hint="a run on the sample has none of the official qrels' documents: give the "
+                              "sample's truth (--truth DIR), or score a run on the official collection"
+                              if truth_note else "wrong qrels or wrong --task?")
 
 
 def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None, str | None]:

@@ -39,10 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trust-record", action="store_true",
                    help="honour the record's mounts, network, user, runtime and limits as recorded (by default "
                         "they come from the task's policy and a record asking for more is refused)")
-    p.add_argument("--input", type=Path, metavar="DIR",
-                   help="the dataset's input folder (default: the recorded one when it is the task's sample or "
-                        "a dataset of the data store)")
-    renamed_option(p, "--dataset", "--input", "input", type=Path)  # --dataset is a registry id elsewhere
+    # --input DIR (the dataset's input folder; default: the recorded one when it is the task's sample
+    # or a dataset of the data store) comes with the comparison options below
+    renamed_option(p, "--dataset", "--input", "input_dir", type=Path)  # --dataset is a registry id elsewhere
     p.add_argument("--input-run", type=Path, metavar="DIR",
                    help="the input run to mount: a stage folder or a first stage's run (default: a re-ranker's "
                         "recorded stage folder while it holds the recorded candidates; any other recorded input run "
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("give either RECORD or --all", hint="sharedtask reproduce RECORD | --all")
     if args.update and not args.all:
         raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
-    if args.all and (args.trust_record or args.input or args.input_run):
+    if args.all and (args.trust_record or args.input_dir or args.input_run):
         raise SharedTaskError("--trust-record, --input and --input-run are for one RECORD, not --all")
     if args.all:
         return _all(args)
@@ -75,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     rep = reproduce_record(args.record, output_dir=args.output, qrels=args.qrels, truth_dir=args.truth,
                            thresholds=thresholds(args), p=args.rbo_p, cpu=args.cpu_profile,
-                           trust_record=args.trust_record, input_dir=args.input, input_run=args.input_run)
+                           trust_record=args.trust_record, input_dir=args.input_dir, input_run=args.input_run)
     if rep.comparison is None:
         if args.json:
             print(json.dumps({"verdict": "failed", "error": rep.error, "output": str(rep.reproduced_dir)}, indent=2))

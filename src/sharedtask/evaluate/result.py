@@ -65,7 +65,7 @@ class EvaluationResult:
         return {
             "task": self.task,
             "run": self.run,
-            "primary_measure": self.primary.key,
+            "primary_measure": self.primary.key if self.measures else None,
             "measures": [asdict(m) for m in self.measures],
             "scores": {k: clean(v) for k, v in self.scores.items()},
             "topics_averaged": dict(self.topics_averaged),
