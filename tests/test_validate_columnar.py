@@ -312,3 +312,25 @@ def test_a_run_it_cannot_book_is_left_to_the_line_engine(tmp_path: Path, monkeyp
     assert len(made) == 1 and not made[0].enabled and made[0].handed > 2 * made[0].booked
     assert columns == _result(path, task, None, 200, "lines", monkeypatch)
     assert any(f["code"] == "RUN-RANK-START" for f in columns["findings"])  # type: ignore[index,union-attr]
+
+
+@pytest.mark.parametrize("mode", ["lines", "columns"])
+@pytest.mark.parametrize("limit", [1, 200, 1000])
+def test_ties_already_in_rank_order_are_no_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str,
+                                                   limit: int) -> None:
+    """Ranks 2k-1 and 2k tie in every topic. In even topics the docnos fall within each pair,
+    so trec_eval's order (docno descending) is the ranks' order: nothing to report. In odd
+    topics they rise, so trec_eval swaps each pair: 25 groups x 20 topics = 500 RUN-TIE,
+    kept or counted past the cap, the same in both engines."""
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"{t} Q0 S{t:08x}-A{(1000 - r if t % 2 == 0 else r):08x} {r} {200 - (r + 1) // 2}.5 tag\n"
+                            for t in range(1, 41) for r in range(1, 51)))
+    monkeypatch.setattr(structure, "CHUNK", 1024)
+    monkeypatch.setenv(fastpath.ENV, mode)
+    result = validate(path, load_task("touche-2021-task1"), limit_per_code=limit)
+    kept = [f for f in result.findings if f.code == "RUN-TIE"]
+    assert len(kept) == min(limit, 500)
+    assert len(kept) + result.omitted.get("RUN-TIE", 0) == 500
+    topics = [int(f.message.split()[1].rstrip(":")) for f in kept]  # "topic 3: 2 documents share ..."
+    assert {t % 2 for t in topics} == {1}
+    assert all(f"your ranks say S{t:08x}" in f.message for t, f in zip(topics, kept))

@@ -374,7 +374,8 @@ def _finish_run(path: Path, task: Any, layout: Layout, ctx: RankingContext, scan
     n_topics = len(seen_order)
     rows = ctx.total_rows
     if rows == 0 and not scanner.state.aborted:
-        out.report("RUN-EMPTY", "the run has no result lines", hint=f"write one line per result: {layout.column_text()}")
+        out.report("RUN-EMPTY", _empty_why(out, layout, scanner.state.lines),
+                   hint=f"write one line per result: {layout.column_text()}")
     if layout is ARQ1_TREC:
         out.report("RUN-LAYOUT-VARIANT", "6-column TREC layout (Topic Q0 Post Rank Score Tag) instead of ARQMath's 5 columns")
     if layout.tira_compatible:
@@ -424,6 +425,24 @@ def _finish_run(path: Path, task: Any, layout: Layout, ctx: RankingContext, scan
         topics_expected=len(topics) if topics is not None else None,
         topics_missing=len(missing) if topics is not None else None,
     )
+
+
+def _empty_why(out: Any, layout: Layout, lines: int) -> str:
+    """RUN-EMPTY's message, naming what kept every line out when there were lines.
+
+    Why: RUN-EMPTY has no line number, so it leads the findings; "the run has no result
+    lines" above 4-column lines or binary bytes hid the real problem (field test, issue 40).
+    """
+    if not lines:
+        return "the run has no result lines"
+    seen = {code: out.kept[code] + out.omitted[code] for code in ("RUN-ENCODING", "RUN-CONTROL-CHAR", "RUN-COLUMNS")}
+    if seen["RUN-ENCODING"] or seen["RUN-CONTROL-CHAR"]:
+        return (f"not a text run: none of its {lines:,} line(s) is a result line ({seen['RUN-ENCODING']:,} not UTF-8, "
+                f"{seen['RUN-CONTROL-CHAR']:,} control character(s)); runs are plain UTF-8 text")
+    if seen["RUN-COLUMNS"]:
+        return (f"wrong layout: none of its {lines:,} line(s) has the {layout.ncol} columns of {layout.name} "
+                f"({layout.column_text()})")
+    return f"the run has no result lines (its {lines:,} line(s) are blank or comments)"
 
 
 def _natural(topic: str) -> tuple[Any, ...]:
