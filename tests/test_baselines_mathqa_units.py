@@ -35,3 +35,13 @@ def test_no_program_without_numbers_or_options() -> None:
 def test_fractions_and_ratios_are_matched_as_numbers() -> None:
     assert search("two numbers are 12 and 32 .", "a ) 3 : 8 , b ) 2 : 5 , c ) 1 : 3 , d ) 3 : 7 , e ) 4 : 9") == \
         "divide(n0,n1)|"
+
+
+def test_the_guess_names_only_numbers_the_problem_has() -> None:
+    """The fallback when no program hits an option: evaluable on problems with 0, 1 or 2 numbers
+    (add(n0,n1) on a one-number problem was RUN-PROGRAM-UNEVALUABLE). By hand: 7 + 1 = 8, 1 + 1 = 2."""
+    from mathqa_search.__main__ import _fallback
+
+    assert run_program(_fallback(1), problem_numbers("a box holds 7 apples")) == 8.0
+    assert run_program(_fallback(0), problem_numbers("how many apples ?")) == 2.0
+    assert run_program(_fallback(2), problem_numbers("6 and 3")) == 9.0

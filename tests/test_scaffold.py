@@ -188,3 +188,36 @@ def test_scaffold_image_builds_on_base_and_runs_in_sandbox(tmp_path: Path, docke
             docker_client.images.remove(image, force=True)
         except Exception:  # noqa: BLE001 - best-effort cleanup
             pass
+
+
+REFERENCE_RUNS = Path(__file__).resolve().parents[1] / "baselines" / "reference-runs"
+
+
+@pytest.mark.parametrize("task_id", [t.id for t in all_tasks() if t.rerank is not None])
+def test_scaffolded_reranker_writes_a_run_without_warnings(task_id: str, tmp_path: Path) -> None:
+    """The re-ranker scaffold on the sample, over the shipped lucene-bm25 first stage: the field
+    test's scaffolded re-ranker got 45 warnings (float32 ties of sums that differ in float noise)."""
+    task = load_task(task_id)
+    first = sorted((REFERENCE_RUNS / task_id).glob("lucene-bm25*.txt"))[0]
+    sub, stage, out = tmp_path / "rr", tmp_path / "stage", tmp_path / "output"
+    write_submission(task, sub, rerank=True)
+    subprocess.run([sys.executable, "-m", "sharedtask", "rerank-input", "--task", task_id, "--run", str(first),
+                    "--out", str(stage), "--input", str(task.sample_dir / "input")], check=True, capture_output=True)
+    out.mkdir()
+    env = dict(os.environ, inputDataset=str(task.sample_dir / "input"), inputRun=str(stage), outputDir=str(out))
+    subprocess.run([sys.executable, str(sub / "run.py")], env=env, cwd=tmp_path, check=True, capture_output=True)
+    result = validate(out / "run.txt", task, input_dir=task.sample_dir / "input")
+    assert result.valid and result.stats.data_lines > 0
+    assert [f.code for f in result.findings if f.severity is Severity.WARNING] == []
+
+
+@pytest.mark.parametrize("reference", sorted(REFERENCE_RUNS.glob("*/*.txt")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_shipped_baselines_reference_runs_validate_without_warnings(reference: Path, tmp_path: Path) -> None:
+    """Each baseline's run as the pipeline validates it (output/run.txt, the sample's topics)."""
+    task = load_task(reference.parent.name)
+    run = tmp_path / "run.txt"
+    run.write_bytes(reference.read_bytes())
+    result = validate(run, task, input_dir=task.sample_dir / "input")
+    warnings = [(f.code, f.message) for f in result.findings if f.severity is Severity.WARNING]
+    assert warnings == []
+    assert result.to_json()["counts"]["warning"] == 0  # none counted past a cap either

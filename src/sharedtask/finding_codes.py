@@ -98,7 +98,9 @@ CATALOGUE: dict[str, Code] = {
     "RUN-SCORE-FORMAT": _c(_F, E, "a score Python and C read differently (1_0, non-ASCII digits)",
                            "write scores as plain ASCII decimals like 12.5 or -0.25"),
     "RUN-SCORE-RANGE": _c(_F, E, "a score outside the range a C double holds", "write a finite decimal score"),
-    "RUN-SCORE-SCIENTIFIC": _c(_F, W, "a score in scientific notation",
+    # a note, not a warning: every official scorer (trec_eval's atof, TIRA, the ARQMath and Touché
+    # scripts' float()) reads it; the shipped Lucene baselines write -1e-06 for their tail
+    "RUN-SCORE-SCIENTIFIC": _c(_F, I, "a score in scientific notation",
                                "trec_eval and TIRA read it, but some scripts parse scores as plain decimals: "
                                "write e.g. 0.000123 instead of 1.23e-4"),
     "RUN-TAG": _c(_F, W, "a run tag with unusual characters", "use a short tag of letters, digits and _ . + -"),
@@ -113,7 +115,8 @@ CATALOGUE: dict[str, Code] = {
                             "the evaluation ignores it: check the topic ids (and the --topics/--input you gave)"),
     "RUN-MISSING-TOPICS": _c(_R, W, "topics of the task without any result",
                              "a topic without results scores 0 in averages over all topics"),
-    "RUN-TIE": _c(_R, W, "results of a topic with equal scores",
+    "RUN-TIE": _c(_R, W, "results of a topic with equal scores that trec_eval orders otherwise than the ranks "
+                  "(ties already in docno-descending rank order change nothing and are not reported)",
                   "break ties yourself (e.g. by a second feature) or run --fix, which orders them as trec_eval does "
                   "and makes the scores distinct"),
     "RUN-FLOAT32-TIE": _c(_R, W, "scores that differ but are equal as 32-bit floats (trec_eval 9 ties them)",
@@ -142,7 +145,7 @@ CATALOGUE: dict[str, Code] = {
                         "gzip it as run.txt.gz (TIRA checks the compressed size) or cut the depth"),
     "RUN-TIRA-LAYOUT": _c(_T, I, "TIRA's generic run.txt check cannot accept this layout (it needs 6 TREC columns)",
                           "on TIRA, such runs need the task's own checker"),
-    "RUN-TIRA-DUPLICATE-POST": _c(_T, W, "a post listed with several formulas (TIRA reads column 3 as the docno)",
+    "RUN-TIRA-DUPLICATE-POST": _c(_T, I, "a post listed with several formulas (TIRA reads column 3 as the docno)",
                                   "legal for ARQMath Task 2, but TIRA's generic run.txt check reads column 3 as the docno "
                                   "and rejects repeated ones: submit outside TIRA's run check or keep one formula per post"),
     "RUN-LAYOUT-VARIANT": _c(_T, I, "ARQMath Task 1 written in the 6-column TREC layout",

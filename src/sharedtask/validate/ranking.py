@@ -232,7 +232,7 @@ def _tira_post_duplicates(out: Collector, topic: str, posts: Sequence[str], line
     repeated = sum(c - 1 for c in counts.values() if c > 1)
     k = next(k for k, p in enumerate(posts) if counts[p] > 1 and posts.index(p) != k)
     out.add(
-        Severity.WARNING,
+        Severity.INFO,  # legal for ARQMath Task 2: a note about TIRA's generic check, as RUN-TIRA-LAYOUT
         "RUN-TIRA-DUPLICATE-POST",
         f"topic {topic}: {repeated:,} formula(s) come from a post already listed for this topic",
         hint="legal for ARQMath Task 2, but TIRA's generic run.txt check reads column 3 as the docno and "
