@@ -230,3 +230,20 @@ def test_run_entry_from_stage_results() -> None:
     assert entry.record["log_tail"] == ["a", "b"] and entry.per_topic == {"ndcg_prime": {"A.301": 0.25}}
     crashed = run_entry("y", image="i", status="error")
     assert (crashed.status, crashed.valid, crashed.scores, crashed.ranked) == ("error", None, {}, False)
+
+
+def test_a_demo_of_other_tasks_keeps_the_earlier_report_and_says_so(tmp_path: Path) -> None:
+    """Field test: `demo --task mathlib4-search` replaced setup.sh's report of every task."""
+    from sharedtask.cli.demo import report_path
+
+    whole = ["touche-2021-task1", "arqmath-3-task1"]
+    write_report(tmp_path / "report.html", [TaskSection(load_task(t), []) for t in whole])
+    target, note = report_path(None, tmp_path, ["touche-2021-task1"])
+    assert target == tmp_path / "report-touche-2021-task1.html"
+    assert f"the earlier report of 2 task(s), {tmp_path / 'report.html'}, is kept" in note
+    write_report(target, [TaskSection(load_task("touche-2021-task1"), [])])
+    assert report_path(None, tmp_path, ["touche-2021-task1"])[1].endswith("replaced the earlier report of the same task(s))")
+    same, note = report_path(None, tmp_path, list(reversed(whole)))  # the same tasks in another order
+    assert same == tmp_path / "report.html" and "replaced the earlier report of the same task(s)" in note
+    assert report_path(None, tmp_path / "fresh", whole) == (tmp_path / "fresh" / "report.html", "")
+    assert "replaced" in report_path(target, tmp_path, whole)[1]  # --report FILE: the user's choice, still said

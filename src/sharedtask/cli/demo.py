@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", default="sample", metavar="NAME", help="dataset name in the manifest (default: sample)")
     parser.add_argument("--out", type=Path, default=Path("sharedtask-demo"), metavar="DIR",
                         help="where runs, records, leaderboards and the report go (default: ./sharedtask-demo)")
-    parser.add_argument("--report", type=Path, metavar="FILE", help="HTML report path (default: OUT/report.html)")
+    parser.add_argument("--report", type=Path, metavar="FILE",
+                        help="HTML report path (default: OUT/report.html; when that holds a report of other "
+                             "tasks it is kept and this one goes to OUT/report-<task>.html)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild images even when up to date")
     parser.add_argument("--json", action="store_true", help="print the leaderboards as JSON at the end")
     parser.add_argument("--serve", action="store_true",
@@ -164,16 +166,46 @@ def _run(args: argparse.Namespace) -> int:
         executor.close()
         progress.update(status, description="done", total=1, completed=1)
 
-    report = write_report(args.report or out / "report.html", sections(outcomes), title="sharedtask demo")
+    target, said = report_path(args.report, out, [t.id for t in tasks])
+    report = write_report(target, sections(outcomes), title="sharedtask demo")
     if args.json:
         print(json.dumps({o.task.id: o.leaderboard.to_json() if o.leaderboard else None for o in outcomes}, indent=2))
     failed = [(o.task.id, e.name, e.status) for o in outcomes for e in o.entries if e.status != "success" or e.valid is False]
-    console.print(f"\n[bold]report[/]: {report}\n[bold]runs, records, leaderboards[/]: {out}")
+    console.print(f"\n[bold]report[/]: {markup_safe(str(report), None)}{markup_safe(said, None)}\n[bold]runs, records, leaderboards[/]: {out}")
     if failed:
         console.print(f"[bold red]{len(failed)} run(s) failed or were invalid[/]: "
                       + markup_safe(", ".join(f"{t}/{n} ({s})" for t, n, s in failed), None))
         return 1
     return 0
+
+
+def report_path(given: Path | None, out: Path, task_ids: list[str]) -> tuple[Path, str]:
+    """Where the report goes and a note saying what became of an earlier one (never silent).
+
+    Why: ``demo --task X`` wrote OUT/report.html over the twelve-task report that setup.sh
+    made (field test). A report of other tasks is now kept, and the new one goes beside it.
+    """
+    from sharedtask.report.html import report_tasks
+
+    if given is not None:
+        return given, " (replaced the earlier report there)" if given.exists() else ""
+    target = out / "report.html"
+    if not target.exists():
+        return target, ""
+    earlier = report_tasks(target)
+    if earlier is not None and sorted(earlier) == sorted(task_ids):
+        return target, " (replaced the earlier report of the same task(s))"
+    name = "-".join(task_ids) if len(task_ids) <= 3 else f"{len(task_ids)}-tasks-{_digest(task_ids)}"
+    beside = out / f"report-{name}.html"
+    what = f"of {len(earlier)} task(s)" if earlier is not None else "of other tasks"
+    return beside, f" (the earlier report {what}, {target}, is kept" + \
+        ("; replaced the earlier report of the same task(s))" if beside.exists() else ")")
+
+
+def _digest(ids: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256(" ".join(sorted(ids)).encode()).hexdigest()[:8]
 
 
 def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress: Progress, say) -> int:

@@ -424,6 +424,7 @@ def render_html(sections: list[TaskSection], *, title: str = "sharedtask report"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="sharedtask {e(__version__)}">'
+        f'<meta name="sharedtask-tasks" content="{e(" ".join(s.task.id for s in sections))}">'
         f"<title>{e(title)}</title><style>{_css()}</style></head><body>"
         f'<header class="page"><h1>{e(title)}</h1>'
         f'<p class="meta">{len(sections)} task(s) · {n_runs} run(s) · generated {e(when.isoformat(sep=" "))} '
@@ -433,6 +434,22 @@ def render_html(sections: list[TaskSection], *, title: str = "sharedtask report"
         "Unranked runs failed in the sandbox or were rejected by the validator.</footer>"
         "</body></html>\n"
     )
+
+
+def report_tasks(path: Path) -> list[str] | None:
+    """The task ids a report written by :func:`render_html` covers (None: no such report there).
+
+    Why: a run of the demo on fewer tasks must not replace a report of more without saying so.
+    """
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(8192)
+    except OSError:
+        return None
+    found = re.search(r'<meta name="sharedtask-tasks" content="([^"]*)">', head)
+    return found.group(1).split() if found else None
 
 
 def write_report(path: Path, sections: list[TaskSection], *, title: str = "sharedtask report",
