@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sharedtask.cli import LazyConsole
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 # The pipeline, Docker and rich's widgets are imported where used: --help needs none of them.
 console = LazyConsole(highlight=False)
@@ -255,16 +251,15 @@ def _image_source(args: argparse.Namespace):
                              images_url=args.images_url)
 
 
-def _task_table(outcome) -> Table:
-    """Leaderboard of one task: the evaluator's table plus rows for runs that produced no scores."""
-    from rich.table import Table
+def _task_table(outcome):
+    """Leaderboard of one task: the evaluator's table plus a row for each run that produced no
+    scores, saying why (a KeyedTable: the run name whole at any width)."""
+    from sharedtask.tables import Column, KeyedTable
 
     if outcome.leaderboard is not None:
         table = outcome.leaderboard.table()
     else:
-        table = Table()
-        table.add_column("run")
-        table.add_column("status")
+        table = KeyedTable([Column("#", "right", whole=True), Column("run"), Column("status")], key=1)
     table.title = f"{outcome.task.id}: {outcome.task.title} ({outcome.dataset.name} dataset)"
     table.title_justify = "left"
     scored = set(outcome.results)
@@ -273,7 +268,5 @@ def _task_table(outcome) -> Table:
             reason = entry.status if entry.status != "success" else ("invalid run" if entry.valid is False else "not scored")
             if entry.status == "error" and entry.notes:  # nothing ran: say why (missing image, failed build)
                 reason += f": {entry.notes[0]}"
-            reason = markup_safe(reason, 300)
-            cells = [markup_safe(entry.name), f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
-            table.add_row(*cells[: len(table.columns)])
+            table.add_note("", markup_safe(entry.name), note=f"[red]{markup_safe(reason, 300)}[/]")
     return table

@@ -223,7 +223,11 @@ def _pairs_table(board) -> Table:
 
 
 def _unique(path: Path, taken: dict) -> str:
+    """A run's name in tables: TIRA's output/run.txt is named by its run folder (every run
+    of `sharedtask run` is a run.txt), a name already taken by the whole path."""
     name = path.name
+    if name in ("run.txt", "run.txt.gz") and path.parent.name == "output" and path.parent.parent.name:
+        name = path.parent.parent.name
     if name in taken:
         name = str(path)
     return name

@@ -41,15 +41,17 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title="sharedtask tasks", title_justify="left")
-    table.add_column("id", style="bold cyan", no_wrap=True)
-    table.add_column("title")
-    table.add_column("year", justify="right")
-    table.add_column("run format", no_wrap=True)
-    table.add_column("depth", justify="right")
-    table.add_column("primary measure")
-    for t in tasks:
-        table.add_row(t.id, t.title, str(t.year), t.output.format, str(t.output.max_results_per_topic), t.primary_measure.label)
+    # One line a task at any width: the id whole, the title last and cut to the line
+    # (`tasks show ID` has everything; the boxed table took 75 lines at 80 columns).
+    measures = [t.primary_measure.label.split(" (")[0] for t in tasks]
+    id_width, measure_width = max(len(t.id) for t in tasks), max(map(len, measures))
+    room = max(console.width - id_width - measure_width - 4, 10)  # rich would shrink the id first
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True, width=id_width)
+    table.add_column(no_wrap=True, width=measure_width)
+    table.add_column(no_wrap=True)
+    for t, measure in zip(tasks, measures):
+        table.add_row(t.id, measure, t.title if len(t.title) <= room else t.title[: room - 1] + "…")
     console.print(table)
     console.print(f"{len(tasks)} tasks. Details: [bold]sharedtask tasks show ID[/]")
     return 0

@@ -32,6 +32,7 @@ from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from sharedtask.tables import KeyedTable
 
 TESTS = ("ttest", "permutation")
 MARK = "†"
@@ -223,19 +224,18 @@ class Leaderboard:
             writer.writerow(row)
         return out.getvalue()
 
-    def table(self) -> Table:
+    def table(self) -> KeyedTable:
         title = f"{self.task}: sorted by {self._label(self.primary)}"
         caption = None
         if self.test and any(self.significant(run, m.key) for run, _ in self.rows for m in self.measures):
             caption = (f"{MARK} differs from the best run of that measure (paired {self.test}, "
                        f"p < {self.alpha})")
-        from rich.table import Table
+        from sharedtask.tables import Column, KeyedTable
 
-        table = Table(title=title, caption=caption)
-        table.add_column("#", justify="right")
-        table.add_column("run")
-        for m in self.measures:
-            table.add_column(m.label + (" *" if m.key == self.primary else ""), justify="right")
+        # the run name whole at any width (sharedtask.tables): two runs must never read alike
+        table = KeyedTable([Column("#", "right", whole=True), Column("run")]
+                           + [Column(m.label + (" *" if m.key == self.primary else ""), "right", whole=True)
+                              for m in self.measures], key=1, title=title, caption=caption)
         for rank, (run, scores) in zip(self.ranks, self.rows):
             cells = []
             for m in self.measures:
