@@ -51,14 +51,12 @@ class KeyedTable:
 
     # ------------------------------------------------------------------ layout
 
-    def fits(self, width: int) -> bool:  # noqa: D401 (notes wrap in any column: not counted)
+    def fits(self, width: int) -> bool:
         """Whether the table layout keeps the key whole and leaves the others their room:
         numbers and codes whole (a header wraps at its spaces), text at least TEXT_MIN wide."""
         need = 3 * len(self.columns) + 1  # borders and one space of padding each side
         for i, col in enumerate(self.columns):
-            if i == self.key:
-                need += max(_value_width(self.rows + [lead for lead, _ in self.notes], i), _longest_word(col.header))
-            elif col.whole:
+            if i == self.key or col.whole:  # notes go under the table: not counted
                 need += max(_value_width(self.rows, i), _longest_word(col.header))
             else:
                 need += min(max(_value_width(self.rows, i), len(col.header)), TEXT_MIN)
@@ -67,6 +65,8 @@ class KeyedTable:
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
         if self.fits(options.max_width):
             yield self._table()
+            if self.notes:
+                yield self._notes()
         else:
             yield from self._stacked(options.max_width)
 
@@ -81,18 +81,26 @@ class KeyedTable:
         table = Table(title=self.title, caption=self.caption, title_justify=self.title_justify)  # type: ignore[arg-type]
         for i, col in enumerate(self.columns):
             if i == self.key or col.whole:
-                keys = self.rows + [lead for lead, _ in self.notes] if i == self.key else self.rows
-                width = max(_value_width(keys, i), _longest_word(col.header))
+                width = max(_value_width(self.rows, i), _longest_word(col.header))
                 table.add_column(col.header, justify=col.justify, no_wrap=i == self.key,  # type: ignore[arg-type]
                                  min_width=width)
             else:
                 table.add_column(col.header, justify=col.justify, overflow="fold")  # type: ignore[arg-type]
         for row, style in zip(self.rows, self.styles):
             table.add_row(*row, style=style)
-        for lead, note in self.notes:  # the note in the first column after the key, wrapping there
-            cells = list(lead) + [""] * (self.key + 1 - len(lead)) + [note]
-            table.add_row(*(cells + [""] * (len(self.columns) - len(cells)))[: len(self.columns)])
         return table
+
+    def _notes(self) -> Any:
+        """Rows without values, under the table: the key whole, the note wrapping beside it
+        (in a score column it stood one word a line)."""
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        for lead, note in self.notes:
+            grid.add_row("  ".join(c for c in lead[: self.key + 1] if c), note)
+        return grid
 
     def _stacked(self, width: int) -> Iterator[Any]:
         from rich.table import Table
@@ -122,7 +130,8 @@ class KeyedTable:
 def _value_width(rows: list[tuple[str, ...]], i: int) -> int:
     from rich.text import Text
 
-    return max([Text.from_markup(r[i]).cell_len for r in rows if i < len(r)] or [0])
+    return max([max((Text.from_markup(line).cell_len for line in r[i].split("\n")), default=0)
+                for r in rows if i < len(r)] or [0])
 
 
 def _longest_word(text: str) -> int:

@@ -64,15 +64,15 @@ def _manifest(args: argparse.Namespace) -> Manifest:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    from sharedtask.tables import Column, KeyedTable
 
     manifest = _manifest(args)
-    table = Table(title=f"baselines in {manifest.path}", title_justify="left")
-    table.add_column("name", style="bold cyan", no_wrap=True)
-    table.add_column("image / command", overflow="fold")
-    table.add_column("tasks")
+    # the name and the image whole at any width (the image name broke across lines at 80 columns)
+    table = KeyedTable([Column("name"), Column("image", whole=True), Column("command"), Column("tasks")],
+                       title=f"baselines in {manifest.path}", title_justify="left")
     for sw in manifest.baselines:
-        table.add_row(sw.name, f"{sw.image}\n[dim]{sw.command or '(entrypoint)'}[/]", "\n".join(sw.tasks))
+        table.add_row(f"[bold cyan]{sw.name}[/]", sw.image, f"[dim]{sw.command or '(entrypoint)'}[/]",
+                      " ".join(sw.tasks))
     console.print(table)
     return 0
 

@@ -80,12 +80,6 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _table(**kwargs: object):
-    from rich.table import Table
-
-    return Table(**kwargs)
-
-
 def _size(n: int | None) -> str:
     from sharedtask.units import format_size  # one style of sizes everywhere (binary units)
 
@@ -112,9 +106,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
-    table = _table(title="datasets (sharedtask data show ID)")
-    for col in ("id", "task", "title", "placed"):
-        table.add_column(col)
+    from sharedtask.tables import Column, KeyedTable
+
+    table = KeyedTable([Column("id"), Column("task", whole=True), Column("title"), Column("placed", whole=True)],
+                       title="datasets (sharedtask data show ID)")
     for r in rows:
         table.add_row(r["id"] + (f"\n[dim]irds:{r['irds']}[/]" if r["irds"] else ""), r["task"], escape(r["title"]),
                       f"{r['placed']}/{r['files']}")
@@ -137,10 +132,12 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     console = _console()
     console.print(f"[bold]{escape(ds.id)}[/]: {escape(ds.title)} (task {ds.task}"
-                  + (f", irds:{ds.irds}" if ds.irds else "") + ")")
-    table = _table()
-    for col in ("file", "format", "source", "size", "checksum", "placed"):
-        table.add_column(col)
+                  + (f", irds:{ds.irds}" if ds.irds else "") + ")", soft_wrap=False)
+    from sharedtask.tables import Column, KeyedTable
+
+    # the file name whole at any width ("input/topi…" at 80 columns before)
+    table = KeyedTable([Column("file"), Column("format", whole=True), Column("source"),
+                        Column("size", "right", whole=True), Column("checksum", whole=True), Column("placed")])
     for f in files:
         digest = f"sha256 {f['sha256'][:16]}…" if f["sha256"] else (f"md5 {f['md5']}" if f["md5"] else "")
         placed = "yes" if f["placed"] else ("no" if f["required"] else "no (optional)")

@@ -97,12 +97,11 @@ def run(args: argparse.Namespace) -> int:
 def _all(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    from rich.table import Table
-
     from sharedtask.manifest import load_manifest
     from sharedtask.reproduce import reproduce_baselines
     from sharedtask.sandbox.runner import docker_client
     from sharedtask.spec import load_task
+    from sharedtask.tables import Column, KeyedTable
 
     manifest = load_manifest(args.manifest)
     tasks = [load_task(t) for t in args.task] if args.task else None
@@ -134,16 +133,17 @@ def _all(args: argparse.Namespace) -> int:
         from sharedtask.sandbox.cpu import profile
 
         chosen = profile(args.cpu_profile)
-        table = Table(title=f"reproduction of {len(reps)} baseline run(s) against the reference runs "
-                            f"(CPU profile {chosen.name}: {chosen.description})", title_justify="left")
-        for name in ("task", "baseline", "verdict", "mean KTU", "mean RBO", "max RMSE"):
-            table.add_column(name)
+        # task/baseline whole at any width ("arqmath-3-tas…" for three tasks at 80 columns before)
+        table = KeyedTable([Column("task/baseline"), Column("verdict"), Column("mean KTU", "right", whole=True),
+                            Column("mean RBO", "right", whole=True), Column("max RMSE", "right", whole=True)],
+                           title=f"reproduction of {len(reps)} baseline run(s) against the reference runs "
+                                 f"(CPU profile {chosen.name}: {chosen.description})", title_justify="left")
         for r in reps:
             c = r.comparison
             style = "red" if r in bad else "green"
             verdict = f"[{style}]{escape(r.verdict)}[/]" + (f": {escape(r.error)}" if r.error else "")
             rmse = max((m.rmse for m in c.measures), default=None) if c and not c.identical else None
-            table.add_row(r.task.id, r.name, verdict,
+            table.add_row(f"{escape(r.task.id)}/{escape(r.name)}", verdict,
                           *(("—" if v is None else f"{v:.4f}") for v in
                             ((c.mean_ktu if c and not c.identical else None),
                              (c.mean_rbo if c and not c.identical else None), rmse)))

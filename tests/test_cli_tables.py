@@ -1,0 +1,102 @@
+"""Terminal tables keep the cell that identifies a row whole, at 80 and at 200 columns.
+
+The field test of issue 40 read "lucene…" for two different runs, "arqmath-3-tas…" for
+three tasks, "input/topi…" for file names and image names broken across lines. Each
+command runs as a user runs it (a subprocess, COLUMNS set as a terminal would); each
+identifying value must appear whole on one line, and no line may be wider than the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from sharedtask.data import get_dataset
+from sharedtask.manifest import load_manifest
+from sharedtask.spec import all_tasks, load_task
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "baselines" / "reference-runs"
+WIDTHS = (80, 200)
+
+
+def _cli(args: list[str], width: int, cwd: Path | None = None) -> str:
+    env = dict(os.environ, COLUMNS=str(width), TERM="dumb")
+    env.pop("LINES", None)
+    done = subprocess.run([sys.executable, "-m", "sharedtask", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _whole(out: str, values: list[str], width: int) -> None:
+    lines = out.splitlines()
+    for value in values:
+        assert any(value in line for line in lines), f"{value!r} is not whole on any line at {width} columns:\n{out}"
+    # a path stays on one line for copying (the terminal wraps it); everything else fits
+    too_wide = [line for line in lines if cell_len(line) > width and not line.startswith("folder: ")]
+    assert not too_wide, f"lines wider than {width} columns: {too_wide}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_evaluate_names_every_run_whole(width: int, tmp_path: Path) -> None:
+    """Two runs whose names share a long prefix: the prefix alone never tells them apart."""
+    task = load_task("touche-2021-task1")
+    names = ["lucene-dirichlet-2026-11-27T03-14-15", "lucene-dirichlet-2026-11-27T03-59-01", "dense-rerank"]
+    runs = []
+    for name, source in zip(names, ("lucene-dirichlet", "lucene-bm25", "dense-rerank")):
+        out = tmp_path / "sharedtask-runs" / name / "output"
+        out.mkdir(parents=True)
+        shutil.copyfile(REFERENCE / task.id / f"{source}.txt", out / "run.txt")
+        runs.append(str(out / "run.txt"))
+    out = _cli(["evaluate", *runs, "--task", task.id, "--truth", str(task.sample_dir / "truth")], width)
+    _whole(out, names, width)
+    for label in ("nDCG@5 (quality)", "0.6990"):  # the scores stay readable too (lucene-dirichlet's nDCG@5)
+        assert label in out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_tasks_is_one_line_a_task_with_the_id_whole(width: int) -> None:
+    tasks = all_tasks()
+    out = _cli(["tasks"], width)
+    _whole(out, [t.id for t in tasks], width)
+    assert len(out.splitlines()) == len(tasks) + 1  # one line a task and the pointer to `tasks show`
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_data_show_names_every_file_whole(width: int) -> None:
+    ds = get_dataset("arqmath-3-task1/test")
+    out = _cli(["data", "show", ds.id], width)
+    _whole(out, [f.target for f in ds.files], width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_baseline_list_keeps_names_and_images_whole(width: int) -> None:
+    manifest = load_manifest()
+    out = _cli(["baseline", "list"], width)
+    _whole(out, [sw.name for sw in manifest.baselines] + [sw.image for sw in manifest.baselines], width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_failed_run_row_keeps_its_reason_readable(width: int) -> None:
+    """The demo's rows for runs without scores: the reason in one place, not a word a line."""
+    from rich.console import Console
+
+    from sharedtask.tables import Column, KeyedTable
+
+    table = KeyedTable([Column("#", "right", whole=True), Column("run")]
+                       + [Column(h, "right", whole=True) for h in ("nDCG′ *", "MAP′", "P′@10", "bpref′")], key=1)
+    table.add_row("1", "lucene-bm25", "0.9234", "0.7978", "0.6400", "0.7493")
+    reason = "error: image sharedtask/baseline-dense:latest is missing (its build failed)"
+    table.add_note("", "dense-wordllama-with-a-long-name", note=reason)
+    console = Console(width=width, record=True, file=open(os.devnull, "w"))
+    console.print(table)
+    out = console.export_text()
+    _whole(out, ["lucene-bm25", "dense-wordllama-with-a-long-name", "0.9234"], width)
+    assert "image sharedtask/baseline-dense:latest" in out  # the reason's words stay together
