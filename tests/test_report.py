@@ -200,7 +200,7 @@ def test_sandbox_record_shows_limits_memory_and_log_tail_from_files(tmp_path: Pa
     record_html = page[page.index('<details class="record"'):]
     assert "line 99" in record_html and "line 60" in record_html and "line 59\n" not in record_html  # last 40 lines
     assert "[stderr] Traceback &lt;b&gt;boom&lt;/b&gt;" in record_html
-    assert "3.0 GiB" in record_html and "4.0 GiB" in record_html  # peak memory and memory limit
+    assert "3 GiB" in record_html and "4 GiB" in record_html  # peak memory and memory limit
     assert "1 min 16 s" in record_html and "exit code 3" in record_html and "of 1 h" in record_html
     assert "no run file no run.txt" in record_html and "x" * 50 not in record_html
     assert "(image default" in record_html
