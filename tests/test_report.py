@@ -7,6 +7,7 @@ it they skip on a developer machine and fail in CI (env CI set), like the docker
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 import shutil
 import struct
@@ -14,6 +15,8 @@ from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
+
+import pytest
 
 from browser_helpers import DomSummary, browser
 from sharedtask.findings import Finding, Severity
@@ -247,3 +250,75 @@ def test_a_demo_of_other_tasks_keeps_the_earlier_report_and_says_so(tmp_path: Pa
     assert same == tmp_path / "report.html" and "replaced the earlier report of the same task(s)" in note
     assert report_path(None, tmp_path / "fresh", whole) == (tmp_path / "fresh" / "report.html", "")
     assert "replaced" in report_path(target, tmp_path, whole)[1]  # --report FILE: the user's choice, still said
+
+
+# ------------------------------------------------------------------ issue 40: read right at first sight
+
+PROBE = """<script>window.addEventListener('load', () => {
+  const d = document.documentElement, boards = [...document.querySelectorAll('table.leaderboard')];
+  const facts = {page: d.scrollWidth, viewport: innerWidth,
+    boards: boards.map(t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]),
+    transforms: [...document.querySelectorAll('th, .card .l')].map(x => getComputedStyle(x).textTransform)};
+  document.body.insertAdjacentHTML('beforeend', '<pre id=probeout>' + JSON.stringify(facts) + '</pre>');
+});</script>"""
+
+
+def _probe(page: Path, tmp_path: Path, width: int) -> dict:
+    """Layout facts of the rendered page, measured by chromium at ``width`` CSS pixels. The probe
+    script is added to a copy for the test only (the report itself has no JavaScript)."""
+    import json
+    import re
+
+    probe = tmp_path / f"probe-{width}.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = browser(probe, tmp_path, f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom").stdout
+    found = re.search(r'<pre id="probeout">(.*?)</pre>', dom, re.S)  # the DOM's, not the script's text
+    assert found, dom[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+def _crowded_section() -> TaskSection:
+    """Long run names, all of arqmath's measures, a run with eleven notes, one all-zero measure."""
+    task = load_task("arqmath-3-task1")
+    keys = [m.key for m in task.measures]
+    runs = []
+    for i, name in enumerate(["sharedtask-runs-lucene-dirichlet-2026-11-27T03-14-15", "hybrid-rrf", "tied-twin"]):
+        per_topic = {k: {t: (0.0 if k == keys[-1] else round(0.9 - 0.1 * i - 0.01 * j, 2) if name != "tied-twin"
+                             else round(0.8 - 0.01 * j, 2)) for j, t in enumerate(ARQ_TOPICS)} for k in keys}
+        notes = [f"note {n}" for n in range(11)] if name == "hybrid-rrf" else []
+        runs.append(_run(name, per_topic=per_topic, notes=notes))
+    return TaskSection(task, runs)
+
+
+def test_marks_best_and_zero_charts_in_the_html() -> None:
+    """Footnote numbers apart and linked; "best" only where one row is best; an all-zero measure's chart folded."""
+    page = render_html([_crowded_section()], generated=WHEN)
+    assert '<sup class="note-ref"' in page and '>9</a>, <a href="#task-arqmath-3-task1-note-10">10</a>' in page
+    assert page.count('<sup class="note-ref"') == 1  # one mark per run, not one per note
+    # hybrid-rrf (0.8 - 0.01 j) and tied-twin (0.8 - 0.01 j) tie on every measure below the first run, whose
+    # means (0.9 - 0.01 j) are the highest: one best per non-zero measure, none for the all-zero one
+    keys = [m.key for m in load_task("arqmath-3-task1").measures]
+    row = page.split('data-run="sharedtask-runs-lucene-dirichlet-2026-11-27T03-14-15"')[1].split("</tr>")[0]
+    for key in keys[:-1]:
+        assert f'class="num' in row and re.search(rf'class="[^"]*best[^"]*" data-measure="{key}"', row)
+    assert not re.search(rf'best[^"]*" data-measure="{keys[-1]}"', page)  # 0.0000 three times: no best
+    assert page.count('class="chart-box folded"') == 1 and f'data-measure="{keys[-1]}"><summary>' in page
+
+
+def test_tied_leaders_are_not_both_best() -> None:
+    section = _crowded_section()
+    section.runs.pop(0)  # hybrid-rrf and tied-twin now lead together
+    page = render_html([section], generated=WHEN)
+    assert " best" not in page.split("<tbody>")[1].split("</tbody>")[0]
+
+
+@pytest.mark.parametrize("width", [500, 1280])
+def test_report_fits_a_narrow_screen_and_keeps_header_case(tmp_path: Path, width: int) -> None:
+    """At 500 px (headless chromium's narrowest window) the page does not scroll sideways and the
+    leaderboard stacks into its width; headers keep their case (no CSS upper-casing of nDCG′)."""
+    page = write_report(tmp_path / "report.html", [_crowded_section(), touche_section()], generated=WHEN)
+    facts = _probe(page, tmp_path, width)
+    assert facts["viewport"] == width
+    assert facts["page"] <= facts["viewport"], facts
+    assert facts["boards"] and all(scroll <= client for scroll, client in facts["boards"]), facts
+    assert facts["transforms"] and set(facts["transforms"]) == {"none"}

@@ -122,6 +122,10 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
                 v = run.scores.get(key)
                 if v is not None and v == v and (key not in best or v > best[key]):
                     best[key] = v
+    # "best" marks one row: a value shared by several ranked runs (all 0.0000, a tie) marks none
+    shared = {key for key, top in best.items()
+              if sum(1 for _, r in order if r.ranked and r.scores.get(key) == top) > 1}
+    best = {key: top for key, top in best.items() if key not in shared}
     head = ['<th scope="col">#</th><th scope="col">run</th><th scope="col">outcome</th>']
     for key, label, procedure in columns:
         cls = "num primary" if key == primary else "num"
@@ -129,20 +133,24 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
     head.append('<th scope="col" class="num">wall time</th>')
     rows = []
     for rank, run in order:
-        cells = [f'<td class="rank">{rank if rank is not None else "–"}</td>']
-        refs = "".join(f'<sup class="note-ref">{n}</sup>' for n in note_ids.get(id(run), []))
+        cells = [f'<td class="rank" data-label="#">{rank if rank is not None else "–"}</td>']
+        # one mark with the numbers apart ("hybrid-rrf⁹¹⁰" read as note 910), each a link to its note
+        anchor = _task_anchor(section)
+        numbers = ", ".join(f'<a href="#{anchor}-note-{n}">{n}</a>' for n in note_ids.get(id(run), []))
+        refs = f'<sup class="note-ref" title="notes below the table">[{numbers}]</sup>' if numbers else ""
         cells.append(f'<td class="name">{e(run.label)}{refs}<span class="image mono">{e(run.image)}</span></td>')
-        cells.append(f"<td>{_outcome(run)}</td>")
-        for key, _, _ in columns:
+        cells.append(f'<td data-label="outcome">{_outcome(run)}</td>')
+        for key, label, _ in columns:
             v = run.scores.get(key)
             cls = ["num"]
             if key == primary:
                 cls.append("primary")
             if run.ranked and v is not None and best.get(key) == v:
                 cls.append("best")
-            cells.append(f'<td class="{" ".join(cls)}" data-measure="{e(key)}">{fmt_score(v)}</td>')
+            cells.append(f'<td class="{" ".join(cls)}" data-measure="{e(key)}" data-label="{e(label)}">'
+                         f'{fmt_score(v)}</td>')
         wall = wall_time(run.record)
-        cells.append(f'<td class="num">{fmt_seconds(wall) if wall is not None else "—"}</td>')
+        cells.append(f'<td class="num" data-label="wall time">{fmt_seconds(wall) if wall is not None else "—"}</td>')
         ranked = "yes" if run.ranked else "no"
         rank_attr = f' data-rank="{rank}"' if rank is not None else ""
         rows.append(f'<tr class="run" data-run="{e(run.name)}" data-ranked="{ranked}"{rank_attr} '
@@ -157,7 +165,8 @@ def _notes(section: TaskSection) -> tuple[dict[int, list[int]], str]:
     items = []
     for _, run in leaderboard(section):
         for note in run.notes:
-            items.append(f"<li><strong>{e(run.name)}</strong>: {e(note)}</li>")
+            items.append(f'<li id="{_task_anchor(section)}-note-{len(items) + 1}"><strong>{e(run.name)}</strong>: '
+                         f'{e(note)}</li>')
             ids[id(run)].append(len(items))
     return ids, (f'<ol class="notes">{"".join(items)}</ol>' if items else "")
 
@@ -195,8 +204,14 @@ def _charts(section: TaskSection, columns: list[tuple[str, str, str]]) -> str:
         series = [Series(r.name, colors[id(r)], dict(r.per_topic[key])) for r in runs]
         title = f"{label} per topic ({section.task.id})"
         svg = grouped_bars(title, label, topics, series)
-        out.append(f'<figure class="chart-box" data-measure="{e(key)}"><figcaption>{e(label)} '
-                   f'<span>per topic · {len(topics)} topics × {len(runs)} runs · {e(procedure)}</span></figcaption>'
+        caption = f'{e(label)} <span>per topic · {len(topics)} topics × {len(runs)} runs · {e(procedure)}</span>'
+        if all(v == 0 for r in runs for v in r.per_topic[key].values()):
+            # a chart of empty bars takes a screen to say "0 everywhere": one line, opened on demand
+            out.append(f'<details class="chart-box folded" data-measure="{e(key)}"><summary>{caption} '
+                       f'<span class="zero">· 0 on every topic for every run</span></summary>'
+                       f'<div class="scroll">{svg}</div></details>')
+            continue
+        out.append(f'<figure class="chart-box" data-measure="{e(key)}"><figcaption>{caption}</figcaption>'
                    f'<div class="scroll">{svg}</div></figure>')
     return f'<div class="charts">{"".join(out)}</div>' if out else '<p class="empty">No per-topic scores (no run was evaluated).</p>'
 
