@@ -162,6 +162,12 @@ def _fetch(args: argparse.Namespace) -> int:
     from sharedtask.data import get_dataset, store
 
     ds = get_dataset(args.id)
+    if args.mirror is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(args.mirror)
+        if not (parts.scheme == "file" or (parts.scheme in ("http", "https") and parts.netloc)):
+            raise SharedTaskError(f"--mirror {args.mirror!r} is not a URL", hint="e.g. --mirror https://host/path/")
     still = store.assemble(ds, download=True, mirror=args.mirror)
     _console().print(f"{ds.id}: {len(ds.files) - len(still)} of {len(ds.files)} file entries in place "
                      f"({escape(str(store.dataset_dir(ds)))})")

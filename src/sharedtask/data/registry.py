@@ -209,6 +209,10 @@ def get_dataset(name: str) -> Dataset:
         raise SharedTaskError(f"no dataset of the registry is the ir_datasets id {irds_id!r}",
                               hint=f"known: {known}")
     if name not in datasets:
+        if "/" in name and Path(name).expanduser().is_dir():  # --dataset is a registry id; a folder is --input
+            raise SharedTaskError(f"{name!r} is a folder; --dataset names a dataset of the registry "
+                                  "(`sharedtask data list`)", hint=f"give a folder as --input {name} "
+                                  f"(evaluate: --truth {name})")
         raise SharedTaskError(f"unknown dataset {name!r}",
                               hint=f"`sharedtask data list` shows them: {', '.join(datasets)}")
     return datasets[name]
