@@ -453,3 +453,114 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert_usage_error(cli("tasks", "show", cwd=tmp_path), "ID")
     assert_usage_error(cli("evaluate", "r", "--task", TASK, "--json", "--csv", cwd=tmp_path), "not allowed")
     assert_usage_error(cli("run", "--task", TASK, "--image", "x", "--cpus", "many", cwd=tmp_path), "--cpus")
+
+
+# ---------------------------------------------------------------- the field test's clumsy inputs (issue 40)
+
+REPO = Path(__file__).resolve().parent.parent
+T3_TRUTH = REPO / "tasks" / "samples" / "arqmath-task3" / "truth"
+T1_TRUTH = REPO / "tasks" / "samples" / "arqmath-task1" / "truth"
+
+
+def _clumsy_files(folder: Path) -> None:
+    """What a newcomer has at hand: a Task 3 run nobody judged and its map, a 4-column file,
+    binary garbage, a run on the sample (none of its posts is in the official qrels), a folder."""
+    (folder / "Team-task3-run.tsv").write_text("A.301\t1\t1\tx\t\tAnswer one.\nA.302\t1\t1\tx\t\tAnswer two.\n")
+    (folder / "map.tsv").write_text("Team-task3-run\tA.301\tnot_judged_1\n")
+    (folder / "four.tsv").write_text("A.301\t83\t1\t53.5\nA.301\t84\t2\t52.0\n")
+    (folder / "garbage.bin").write_bytes(bytes(range(256)) * 12)
+    shutil.copyfile(REPO / "baselines" / "reference-runs" / "arqmath-3-task1" / "lucene-bm25.txt", folder / "sample-run.tsv")
+    (folder / "in").mkdir()
+
+
+#: (argv, text the one line must hold); every case: exit 2, one ``error:`` line, no traceback
+CLUMSY: dict[str, tuple[list[str], tuple[str, ...]]] = {
+    "task3 --json, nothing judged": (["evaluate", "Team-task3-run.tsv", "--task", "arqmath-3-task3", "--truth",
+                                      str(T3_TRUTH), "--answer-map", "map.tsv", "--measures", "ar", "p1", "--json"],
+                                     ("nothing scored", "AR and P@1 not computed")),
+    "task3, nothing judged": (["evaluate", "Team-task3-run.tsv", "--task", "arqmath-3-task3", "--truth", str(T3_TRUTH),
+                               "--answer-map", "map.tsv", "--measures", "ar", "p1"], ("nothing scored",)),
+    "sample run on the official qrels": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1"],
+                                         ("nothing scored: no result of the run is judged", "--truth")),
+    "4-column run": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)],
+                     ("5 columns, found 4",)),
+    "binary run": (["evaluate", "garbage.bin", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)], ("not UTF-8",)),
+    "empty team name": (["serve", "--new-team", "", "--data-dir", "svc"], ("invalid team name ''",)),
+    "server URL with a page": (["submit", "--task", TASK, "--image", "x", "--token", "t",
+                                "--server", "http://127.0.0.1:9/openapi.json"], ("names a page", "http://127.0.0.1:9")),
+    "server URL of another scheme": (["status", "1", "--server", "ftp://host", "--token", "t"], ("invalid server URL",)),
+    "no token": (["submit", "--task", TASK, "--image", "x", "--server", "http://127.0.0.1:9", "--token", ""],
+                 ("no token given",)),
+    "a folder as --dataset": (["run", "--task", TASK, "--image", "x", "--dataset", "in/"], ("is a folder", "--input")),
+    "mirror that is no URL": (["data", "fetch", "touche-2021-task1/test", "--mirror", "notaurl"], ("is not a URL",)),
+    "unknown measure": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--measures", "ndcg"],
+                        ("has no measure 'ndcg'",)),
+    "missing answer map": (["evaluate", "Team-task3-run.tsv", "--task", "arqmath-3-task3", "--truth", str(T3_TRUTH),
+                            "--answer-map", "nomap.tsv"], ("nomap.tsv",)),
+    "reproduce --all with one record's options": (["reproduce", "--all", "--input", "in"], ("for one RECORD",)),
+    "reproduce without what": (["reproduce"], ("give either RECORD or --all",)),
+    "port 0": (["serve", "--port", "0"], ("--port 0",)),
+    "dataset of another task": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--dataset",
+                                 "arqmath-3-task3/test"], ("belongs to task arqmath-3-task3",)),
+    "unknown dataset": (["data", "show", "nope/test"], ("unknown dataset 'nope/test'",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLUMSY))
+def test_clumsy_input_is_one_line(case: str, tmp_path: Path) -> None:
+    argv, needles = CLUMSY[case]
+    _clumsy_files(tmp_path)
+    assert_one_line_error(cli(*argv, cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}), *needles)
+
+
+@pytest.mark.parametrize("name, first", [("four.tsv", "wrong layout: none of its 2 line(s) has the 5 columns"),
+                                         ("garbage.bin", "not a text run: none of its")])
+def test_validate_leads_with_the_layout_problem(name: str, first: str, tmp_path: Path) -> None:
+    """Exit 1 (invalid), and the first finding names why no line is a result line."""
+    _clumsy_files(tmp_path)
+    proc = cli("validate", name, "--task", "arqmath-3-task1", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    findings = [ln for ln in proc.stdout.splitlines() if ln.startswith(("error ", "warning ", "info "))]
+    assert findings[0].startswith("error RUN-EMPTY") and first in findings[0], proc.stdout
+
+
+def test_old_option_names_still_work_and_say_the_new_one(tmp_path: Path) -> None:
+    proc = cli("reproduce", "--all", "--dataset", "in", cwd=tmp_path)
+    assert "--dataset is now --input" in proc.stderr  # then refused as --input would be
+    assert_one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout,
+                                                      proc.stderr.split("\n", 1)[1]), "for one RECORD")
+
+
+def test_submit_refuses_a_server_that_is_not_sharedtask(tmp_path: Path) -> None:
+    """Any web server answering 200 with JSON to every path (the field test's --server .../openapi.json
+    used a quota slot): refused before the image is saved or sent."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Any200(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append(f"GET {self.path}")
+            body = b'{"openapi": "3.1.0"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_GET  # noqa: N815
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Any200)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proc = cli("submit", "--task", TASK, "--image", "no-such-image:1", "--token", "t", "--server",
+                   f"http://127.0.0.1:{server.server_address[1]}", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER})
+    finally:
+        server.shutdown()
+    assert_one_line_error(proc, "is not a sharedtask server")
+    assert all(s.startswith("GET /api/tasks/") and "/submissions/preflight" in s for s in seen), seen  # nothing sent
