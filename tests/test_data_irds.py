@@ -232,3 +232,20 @@ def test_without_a_download_the_topics_come_through_ir_datasets(topics_zip, caps
     assert entry["source"].startswith("irds:")
     (check,) = [c for c in store.verify(ds, show_progress=False) if c.target == "input/topics.xml"]
     assert check.ok and "through ir_datasets, which checks the archive's md5" in check.detail
+
+
+def test_ir_datasets_log_lines_do_not_reach_the_users_error_output(irds_home, capfd):
+    """ir_datasets gives each module a logger with its own stderr handler, level INFO and no
+    propagation (0.6.3 log.py): its "[INFO] ..." and download-retry lines stood before our one-line
+    error. While sharedtask calls it they are held back; outside, logging is as it was."""
+    from sharedtask.data import irds
+
+    with irds._quiet():
+        import ir_datasets
+
+        ir_datasets.log.easy("ir_datasets.util.download").warn("[WARN] download failed, retrying")
+        print("a path ir_datasets prints on stdout")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    ir_datasets.log.easy("ir_datasets.test").info("visible again")
+    assert "visible again" in capfd.readouterr().err
