@@ -199,3 +199,42 @@ def test_reproduce_cli_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "not a sharedtask run record" in capsys.readouterr().err
     assert main(["reproduce", str(other), "--update"]) == 2
     assert "--update" in capsys.readouterr().err
+
+
+def test_reproduce_all_prints_a_line_per_run_off_a_terminal_and_the_tally(monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str],
+                                                                           tmp_path: Path) -> None:
+    """`reproduce --all` in CI printed nothing for 4 minutes and ended without "44 of 44". The
+    re-runs themselves (Docker, minutes) are tested in test_reproduce_docker.py; here they are stood
+    in for by their outcomes, to test what the command prints around them: rich's live bar draws
+    nothing off a terminal, so one line per step, and the closing tally."""
+    from types import SimpleNamespace
+
+    import sharedtask.reproduce as reproduce_module
+    import sharedtask.sandbox.runner as runner
+    from sharedtask.reproduce import Reproduction
+    from sharedtask.spec import load_task
+
+    task = load_task("touche-2021-task1")
+    same = SimpleNamespace(verdict="identical", identical=True, measures=[])
+    close = SimpleNamespace(verdict="reproduced", identical=False, mean_ktu=0.98, mean_rbo=0.99,
+                            measures=[SimpleNamespace(rmse=0.001)])
+
+    def fake(manifest, out, say, **options):
+        reps = []
+        for k, (name, comparison) in enumerate([("lucene-bm25", same), ("lucene-dirichlet", same),
+                                                 ("dense-rerank", close)]):
+            say(f"{task.id}: re-running {name} ({k + 1} of 3)")
+            reps.append(Reproduction(name, task, tmp_path / name, tmp_path, None, comparison))  # type: ignore[arg-type]
+        return reps
+
+    monkeypatch.setattr(reproduce_module, "reproduce_baselines", fake)
+    monkeypatch.setattr(runner, "docker_client", lambda: None)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["reproduce", "--all", "--output", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert [ln for ln in err.splitlines() if "re-running" in ln] == [
+        f"{task.id}: re-running lucene-bm25 (1 of 3)", f"{task.id}: re-running lucene-dirichlet (2 of 3)",
+        f"{task.id}: re-running dense-rerank (3 of 3)"]
+    assert out.rstrip().splitlines()[-1] == "2 of 3 identical, 1 reproduced"
+    assert f"{task.id}/dense-rerank" in out  # the task/baseline cell whole at 80 columns
