@@ -503,6 +503,8 @@ CLUMSY: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "dataset of another task": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--dataset",
                                  "arqmath-3-task3/test"], ("belongs to task arqmath-3-task3",)),
     "unknown dataset": (["data", "show", "nope/test"], ("unknown dataset 'nope/test'",)),
+    "--fix over an existing file": (["validate", "four.tsv", "--task", "arqmath-3-task1", "--fix", "map.tsv"],
+                                    ("the file exists", "keeps that one")),
 }
 
 

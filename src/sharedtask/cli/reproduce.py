@@ -118,6 +118,7 @@ def _all(args: argparse.Namespace) -> int:
                                        **options)
     else:  # a log or CI: rich draws nothing there, so one line per step (minutes pass between them)
         reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **options)
+    replaced = bool(args.report) and args.report.exists()  # said, not silent (issue 40)
     if args.report:
         from sharedtask.reproduce import report_sections
         from sharedtask.report import write_report
@@ -154,7 +155,8 @@ def _all(args: argparse.Namespace) -> int:
             if r.cpu_note:
                 console.print(f"{escape(r.task.id)}/{escape(r.name)}: CPU: {escape(r.cpu_note)}")
         if args.report:
-            console.print(f"report: {escape(str(args.report))}")
+            console.print(f"report: {escape(str(args.report))}" + (" (replaced the earlier report there)"
+                                                                    if replaced else ""))
         console.print(_tally(reps, args.update))
     return 1 if bad else 0
 

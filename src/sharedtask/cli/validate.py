@@ -40,6 +40,11 @@ def main(args: argparse.Namespace) -> int:
     from sharedtask.validate import fix_run, load_topics, validate
 
     task = load_task(args.task)
+    if args.fix is not None and args.fix.is_file():  # no silent overwrite of a file the user has
+        from sharedtask.errors import SharedTaskError
+
+        raise SharedTaskError(f"--fix {args.fix}: the file exists; --fix writes a new file and keeps that one",
+                              hint="give another name, or remove the old file first")
     topics = load_topics(task, topics_file=args.topics) if args.topics else None
     if args.input_run is not None and not (args.input_run / "rerank.jsonl.gz").is_file():
         from sharedtask.errors import SharedTaskError
