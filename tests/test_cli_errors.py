@@ -105,6 +105,9 @@ def test_help_is_complete(path: tuple[str, ...], tmp_path: Path) -> None:
                 assert choice.dest in out and choice.help, choice.dest
                 assert _words(choice.help) in flat, choice.help
             continue
+        if getattr(action, "renamed_to", None):  # an older name, hidden on purpose: its new one is shown
+            assert action.renamed_to in out, (path, action.renamed_to)
+            continue
         assert action.help and action.help != argparse.SUPPRESS, (path, action.dest)
         names = action.option_strings or [action.metavar or action.dest]
         for name in names:

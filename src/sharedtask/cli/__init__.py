@@ -99,7 +99,8 @@ def renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest: st
             sys.stderr.write(f"sharedtask: {old} is now {new}; {old} still works for now\n")
             setattr(namespace, dest, values)
 
-    parser.add_argument(old, action=_Renamed, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
+    action = parser.add_argument(old, action=_Renamed, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
+    action.renamed_to = new  # type: ignore[attr-defined]  # the help test checks the new name instead
 
 
 def _module_name(command: str) -> str:
