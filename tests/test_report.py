@@ -322,3 +322,19 @@ def test_report_fits_a_narrow_screen_and_keeps_header_case(tmp_path: Path, width
     assert facts["page"] <= facts["viewport"], facts
     assert facts["boards"] and all(scroll <= client for scroll, client in facts["boards"]), facts
     assert facts["transforms"] and set(facts["transforms"]) == {"none"}
+
+
+def test_a_queued_run_is_not_counted_as_failed_and_blind_scores_are_not_called_unevaluated() -> None:
+    """Service pages (field test): a queued submission showed a red "1 failed" card; a blind, scored
+    run (scores, no per-topic values) read "no run was evaluated"."""
+    task = load_task("touche-2021-task1")
+    queued = RunEntry(name="team-a-1", image="team-a:1", command="", status="queued", valid=None, findings=[],
+                      scores={}, per_topic={}, record={})
+    page = render_html([TaskSection(task, [queued])], generated=WHEN)
+    assert '<span class="n">0</span><span class="l">failed</span>' in page
+    assert '<span class="n">1</span><span class="l">queued or running</span>' in page
+    assert "no run has been scored yet" in page
+    blind = RunEntry(name="team-b-1", image="team-b:1", command="", status="success", valid=True, findings=[],
+                     scores={"ndcg5_official": 0.5}, per_topic={}, record={})
+    page = render_html([TaskSection(task, [blind])], generated=WHEN)
+    assert "Per-topic scores are not shown here." in page and "no run was evaluated" not in page

@@ -97,6 +97,10 @@ def _task_anchor(section: TaskSection) -> str:
     return "task-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in section.task.id)
 
 
+#: statuses of a run that has not ended (the service's queue): neither failed nor ranked yet
+WAITING = frozenset({"queued", "running"})
+
+
 def _badge(kind: str, text: str | None = None) -> str:
     css = kind.replace(" ", "-")
     return f'<span class="badge {e(css)}">{e(text if text is not None else kind)}</span>'
@@ -175,7 +179,8 @@ def _cards(section: TaskSection) -> str:
     runs = section.runs
     ranked = sum(r.ranked for r in runs)
     invalid = sum(r.status == "success" and r.valid is False for r in runs)
-    failed = sum(r.status != "success" for r in runs)
+    waiting = sum(r.status in WAITING for r in runs)  # a queued run has not failed (it showed "1 FAILED")
+    failed = sum(r.status != "success" and r.status not in WAITING for r in runs)
     order = leaderboard(section)
     key = section.task.primary_measure.key
     best = next((r for rank, r in order if rank == 1), None)
@@ -185,6 +190,8 @@ def _cards(section: TaskSection) -> str:
         f'<div class="card{" bad" if invalid else ""}"><span class="n">{invalid}</span><span class="l">invalid</span></div>',
         f'<div class="card{" bad" if failed else ""}"><span class="n">{failed}</span><span class="l">failed</span></div>',
     ]
+    if waiting:
+        cards.append(f'<div class="card"><span class="n">{waiting}</span><span class="l">queued or running</span></div>')
     if best is not None:
         cards.append(f'<div class="card best"><span class="n">{fmt_score(best.scores.get(key))}</span>'
                      f'<span class="l">best {e(section.task.primary_measure.label)}</span>'
@@ -213,7 +220,11 @@ def _charts(section: TaskSection, columns: list[tuple[str, str, str]]) -> str:
             continue
         out.append(f'<figure class="chart-box" data-measure="{e(key)}"><figcaption>{caption}</figcaption>'
                    f'<div class="scroll">{svg}</div></figure>')
-    return f'<div class="charts">{"".join(out)}</div>' if out else '<p class="empty">No per-topic scores (no run was evaluated).</p>'
+    if out:
+        return f'<div class="charts">{"".join(out)}</div>'
+    if any(r.scores for r in order):  # scored, but per topic not shown to this viewer (a blind service)
+        return '<p class="empty">Per-topic scores are not shown here.</p>'
+    return '<p class="empty">No per-topic scores: no run has been scored yet.</p>'
 
 
 def _findings(section: TaskSection) -> str:
