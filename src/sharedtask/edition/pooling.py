@@ -13,19 +13,22 @@ The rule is the task spec's ``pooling:`` block (:class:`sharedtask.spec.PoolingS
   the first 16 hex digits of the answer text's sha256, so identical answers pool once.
 
 Order within a run: trec_eval's (score descending as a C float, ties by document id
-descending, docs/evaluation.md) for documents and answers; for Task 2 the order of the
-official Task 2 script (score descending, ties in file order), whose visual-id
-de-duplication the evaluation repeats (sharedtask.evaluate.arqmath). A document a run lists
-twice counts once, at its first place. A contributor's rank is the 1-based place of the item
-in that order (Task 2: of the first instance of the visual id).
+descending, docs/evaluation.md) for documents and answers, after keeping the first line of
+a document the run lists twice (as the ARQMath evaluation does); for Task 2 the order of
+the official Task 2 script (score descending, ties in file order), whose visual-id
+de-duplication the evaluation repeats (sharedtask.evaluate.arqmath); a formula id listed
+twice counts once, at its first place in that order. A contributor's rank is the 1-based
+place of the item in that order (Task 2: of the first instance of the visual id).
 
-Runs are streamed one at a time with the project's reader (sharedtask.formats.trec), so
+Runs are read one at a time (sharedtask.edition.toplists for documents: column-wise with
+numpy, falling back to the project's reader, whose errors name file, line and column), so
 memory holds one run plus the pool; ``benchmarks/pooling.py`` measures 100 runs x 100
 topics x 1,000 lines.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import random
@@ -39,6 +42,7 @@ from typing import Literal
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.formats.layouts import RUN_LAYOUTS
+from sharedtask.edition.toplists import top_lists
 from sharedtask.formats.trec import read_run
 from sharedtask.spec import PoolingSpec, Task
 
@@ -257,24 +261,13 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
     topics: dict[str, dict[str, PoolItem]] = {}
     votes: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
     run_meta: list[dict[str, object]] = []
-    for run in runs:
-        depth = depth_of[run.kind]
-        per_topic, lines = _read(run, layout, rule.unit)
-        for topic, rows in per_topic.items():
-            pool = topics.setdefault(topic, {})
-            if rule.unit == "visual-id":
-                assert visual is not None
-                _take_visual(run, topic, rows, depth, visual, pool, votes)
-            else:
-                for rank, (item, text) in enumerate(_ranked(rows, rule.unit == "answer")[:depth], 1):
-                    entry = pool.get(item)
-                    if entry is None:
-                        entry = pool[item] = PoolItem(item, text=text)
-                    entry.contributors.append((run.name, rank))
-        run_meta.append({"name": run.name, "kind": run.kind, "file": Path(run.path).name,
-                         "sha256": sha256(Path(run.path)), "depth": depth, "lines": lines})
-        if progress is not None:
-            progress(run, lines)
+    gc_was_on = gc.isenabled()
+    gc.disable()  # hundreds of thousands of small objects that live as long as the pool: no cycles to find
+    try:
+        _pool_runs(task, rule, runs, layout, depth_of, visual, topics, votes, run_meta, progress)
+    finally:
+        if gc_was_on:
+            gc.enable()
     if rule.unit == "visual-id":
         keep = rule.instances_per_item or 5
         for (topic, vid), tally in votes.items():
@@ -296,6 +289,45 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
                 seed=secrets.randbits(31) if seed is None else int(seed))
 
 
+def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: str, depth_of: dict[str, int],
+               visual: dict[str, str] | None, topics: dict[str, dict[str, PoolItem]],
+               votes: dict[tuple[str, str], dict[tuple[str, str], float]], run_meta: list[dict[str, object]],
+               progress: Callable[[PoolRun, int], None] | None) -> None:
+    """Add each run's items to ``topics`` (one run read at a time)."""
+    for run in runs:
+        depth = depth_of[run.kind]
+        path = Path(run.path)
+        if not path.is_file():
+            raise SharedTaskError(f"{path}: no such run file", hint=f"run {run.name} ({run.kind})")
+        if rule.unit == "document":
+            lists, lines, digest = top_lists(path, layout, depth, task.output.run_bytes_bound)
+            for topic, taken in lists.items():
+                pool = topics.setdefault(topic, {})
+                for item, rank in taken:
+                    entry = pool.get(item)
+                    if entry is None:
+                        entry = pool[item] = PoolItem(item)
+                    entry.contributors.append((run.name, rank))
+        else:
+            per_topic, lines = _read(run, layout, rule.unit)
+            digest = sha256(path)
+            for topic, rows in per_topic.items():
+                pool = topics.setdefault(topic, {})
+                if rule.unit == "visual-id":
+                    assert visual is not None
+                    _take_visual(run, topic, rows, depth, visual, pool, votes)
+                    continue
+                for rank, (item, text) in enumerate(_answers(rows)[:depth], 1):
+                    entry = pool.get(item)
+                    if entry is None:
+                        entry = pool[item] = PoolItem(item, text=text)
+                    entry.contributors.append((run.name, rank))
+        run_meta.append({"name": run.name, "kind": run.kind, "file": path.name, "sha256": digest,
+                         "depth": depth, "lines": lines})
+        if progress is not None:
+            progress(run, lines)
+
+
 def _topic_key(topic: str) -> tuple[str, int, str]:
     """A.2 before A.10; 2 before 10."""
     head, _, tail = topic.rpartition(".")
@@ -310,8 +342,6 @@ Row = tuple[float, str, object]
 def _read(run: PoolRun, layout: str, unit: str) -> tuple[dict[str, list[Row]], int]:
     """One run as {topic: rows}, in file order, with the reader's precise errors."""
     path = Path(run.path)
-    if not path.is_file():
-        raise SharedTaskError(f"{path}: no such run file", hint=f"run {run.name} ({run.kind})")
     per_topic: dict[str, list[Row]] = {}
     get = per_topic.get
     reader = read_run(path, layout)
@@ -333,20 +363,16 @@ def _read(run: PoolRun, layout: str, unit: str) -> tuple[dict[str, list[Row]], i
     return per_topic, lines
 
 
-def _ranked(rows: list[Row], with_text: bool = False) -> list[tuple[str, str | None]]:
-    """trec_eval's order (score descending as a C float, ties by id descending), first
-    occurrence of each id only: [(item, answer text or None)]."""
-    scores = array("f", [r[0] for r in rows]).tolist()  # C floats, as trec_eval compares them
-    order = sorted(range(len(rows)), key=lambda i: (scores[i], rows[i][1]), reverse=True)
-    seen: set[str] = set()
-    out: list[tuple[str, str | None]] = []
-    for i in order:
-        doc = rows[i][1]
-        if doc in seen:
-            continue
-        seen.add(doc)
-        out.append((doc, rows[i][2] if with_text else None))  # type: ignore[misc]
-    return out
+def _answers(rows: list[Row]) -> list[tuple[str, str]]:
+    """Task 3: answers in trec_eval's order (score descending as a C float, ties by id
+    descending), the first line of each distinct answer only: [(answer id, text)]."""
+    firsts: dict[str, Row] = {}
+    for row in rows:
+        firsts.setdefault(row[1], row)
+    kept = list(firsts.values())
+    scores = array("f", [r[0] for r in kept]).tolist()
+    order = sorted(range(len(kept)), key=lambda i: (scores[i], kept[i][1]), reverse=True)
+    return [(kept[i][1], str(kept[i][2])) for i in order]
 
 
 def _take_visual(run: PoolRun, topic: str, rows: list[Row], depth: int, visual: Mapping[str, str],
