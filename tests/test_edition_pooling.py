@@ -244,3 +244,31 @@ def test_invalid_run_names_file_line_and_column(tmp_path: Path) -> None:
         build_pool(load_task("mathqa-test"), [PoolRun(bad, "primary", "x")])
     with pytest.raises(SharedTaskError, match="formula index"):
         build_pool(load_task("arqmath-3-task2"), [PoolRun(bad, "primary", "x")])
+
+
+def test_task3_answers_join_task1_pool(tmp_path: Path) -> None:
+    """ARQMath-3 Task 3 is judged in Task 1's pools: each Task 3 run's answer per topic joins
+    the Task 1 pool of its topic, identical answers once, kept for the assessors with their text."""
+    task1 = load_task("arqmath-3-task1")
+    r1 = tmp_path / "t1.tsv"
+    r1.write_text("A.301\t11\t1\t2.0\tx\nA.301\t12\t2\t1.0\tx\nA.302\t13\t1\t1.0\tx\n")
+    answers = []
+    for i, text in enumerate(["The area is $\\frac{1}{2}ab\\sin C$.", "Use Heron's formula.",
+                              "The area is $\\frac{1}{2}ab\\sin C$."]):
+        path = tmp_path / f"t3-{i}.tsv"
+        path.write_text(f"A.301\t1\t1.0\tteam{i}\tsources\t{text}\n")
+        answers.append(PoolRun(path, "primary", f"qa{i}", task="arqmath-3-task3"))
+    pool = build_pool(task1, [PoolRun(r1, "primary", "t1"), *answers], seed=3)
+    items = {it.item: it for it in pool.items("A.301")}
+    texts = {it.text for it in items.values() if it.text is not None}
+    assert texts == {"The area is $\\frac{1}{2}ab\\sin C$.", "Use Heron's formula."}
+    same = next(it for it in items.values() if it.text and it.text.startswith("The area"))
+    assert sorted(same.contributors) == [("qa0", 1), ("qa2", 1)]
+    assert {pool.item_task("A.301", i) for i in items} == {"arqmath-3-task1", "arqmath-3-task3"}
+    assert pool.rule["shared"]["arqmath-3-task3"]["unit"] == "answer"
+    pool.write(tmp_path / "pool")
+    back = read_pool(tmp_path / "pool")
+    assert {i: it.text for i, it in back.topics["A.301"].items()} == {i: it.text for i, it in items.items()}
+    assert back.item_task("A.301", same.item) == "arqmath-3-task3"
+    with pytest.raises(SharedTaskError, match="not judged in the pools"):
+        build_pool(task1, [PoolRun(r1, "primary", "x", task="touche-2021-task1")])

@@ -57,11 +57,15 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class PoolRun:
-    """One submitted run to pool: its file, its kind and the name it is known by."""
+    """One submitted run to pool: its file, its kind and the name it is known by.
+
+    ``task``: the run's task when it is not the pool's, but a task judged in the pool's
+    pools (its spec's ``pooling.shared_with``; ARQMath-3 Task 3 runs in Task 1's pool)."""
 
     path: Path
     kind: RunKind
     name: str
+    task: str | None = None
 
 
 @dataclass
@@ -88,6 +92,13 @@ class Pool:
 
     def items(self, topic: str) -> list[PoolItem]:
         return list(self.topics.get(topic, {}).values())
+
+    def item_task(self, topic: str, item: str) -> str:
+        """The task an item is judged for: that of the first run that brought it in."""
+        entry = self.topics[topic][item]
+        run = entry.contributors[0][0]
+        meta = next((r for r in self.runs if r.get("name") == run), {})
+        return str(meta.get("task") or self.task)
 
     def counts(self) -> dict[str, int]:
         """Items per topic."""
@@ -116,11 +127,12 @@ class Pool:
                     for entry in items.values():
                         for formula, post in entry.instances:
                             fh.write(f"{topic}\t{entry.item}\t{formula}\t{post}\n")
-        if self.rule.get("unit") == "answer":
+        if any(entry.text is not None for items in self.topics.values() for entry in items.values()):
             with _atomic(out_dir / ANSWERS_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
-                        fh.write(f"{topic}\t{entry.item}\t{entry.text or ''}\n")
+                        if entry.text is not None:
+                            fh.write(f"{topic}\t{entry.item}\t{entry.text}\n")
         meta = {
             "format": FORMAT_VERSION,
             "task": self.task,
@@ -258,13 +270,25 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
         visual: dict[str, str] | None = load_visual_ids(formulas)
     else:
         visual = None
+    own = [run for run in runs if run.task in (None, task.id)]
+    shared: dict[str, list[PoolRun]] = {}
+    for run in runs:
+        if run.task not in (None, task.id):
+            shared.setdefault(str(run.task), []).append(run)
+    shared_rules = {other: _shared_rule(task, other) for other in shared}
     topics: dict[str, dict[str, PoolItem]] = {}
     votes: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
     run_meta: list[dict[str, object]] = []
     gc_was_on = gc.isenabled()
     gc.disable()  # hundreds of thousands of small objects that live as long as the pool: no cycles to find
     try:
-        _pool_runs(task, rule, runs, layout, depth_of, visual, topics, votes, run_meta, progress)
+        _pool_runs(task, rule, own, layout, depth_of, visual, topics, votes, run_meta, progress)
+        for other, other_runs in shared.items():
+            other_task, other_rule = shared_rules[other]
+            _pool_runs(other_task, other_rule, other_runs, RUN_LAYOUTS[other_task.output.format].short,
+                       dict(other_rule.depths), None, topics, votes, run_meta, progress)
+            for entry in run_meta[-len(other_runs):]:
+                entry["task"] = other
     finally:
         if gc_was_on:
             gc.enable()
@@ -284,6 +308,10 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
         rule_doc["instances_per_item"] = rule.instances_per_item
     if rule.adjudicator:
         rule_doc["adjudicator"] = rule.adjudicator
+    if shared_rules:
+        rule_doc["shared"] = {other: {"unit": r.unit, "depths": dict(r.depths), "judged": list(r.judged),
+                                      "relevant_from": r.relevant_from, "resolve": r.resolve, "source": r.source}
+                              for other, (_, r) in shared_rules.items()}
     ordered = {t: topics[t] for t in sorted(topics, key=_topic_key)}
     return Pool(task=task.id, rule=rule_doc, runs=run_meta, topics=ordered,
                 seed=secrets.randbits(31) if seed is None else int(seed))
@@ -326,6 +354,20 @@ def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: s
                          "depth": depth, "lines": lines})
         if progress is not None:
             progress(run, lines)
+
+
+def _shared_rule(task: Task, other: str) -> tuple[Task, PoolingSpec]:
+    """The spec of a task whose runs join ``task``'s pool; it must declare so."""
+    from sharedtask.spec import load_task
+
+    other_task = load_task(other)
+    rule = pooling_rule(other_task)
+    if rule.shared_with != task.id:
+        raise SharedTaskError(f"task {other} is not judged in the pools of {task.id}",
+                              hint=f"its spec's pooling.shared_with is {rule.shared_with or 'not set'}")
+    if rule.unit == "visual-id":
+        raise SharedTaskError(f"task {other}: a visual-id pool cannot join another task's pool")
+    return other_task, rule
 
 
 def _topic_key(topic: str) -> tuple[str, int, str]:
