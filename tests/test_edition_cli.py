@@ -96,7 +96,7 @@ def test_qrels_command_from_judged_folder(tmp_path: Path) -> None:
     assert "cid.qrels:1" in line and "not in the pool" in line
 
 
-@pytest.mark.parametrize("task_id", ["arqmath-3-task1", "touche-2020-task1"])
+@pytest.mark.parametrize("task_id", ["arqmath-3-task1", "touche-2021-task1"])
 def test_demo_edition(tmp_path: Path, task_id: str) -> None:
     env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}
     done = cli("demo", "--edition", "--task", task_id, "--runs", str(REFERENCE / task_id),
@@ -122,6 +122,13 @@ def test_demo_edition(tmp_path: Path, task_id: str) -> None:
         new[(t, d)] = int(g)
     shared = set(truth) & set(new)
     assert shared and all(truth[k] == new[k] for k in shared)
+    if task_id == "touche-2021-task1":  # judged for quality too: those qrels are the sample's as well
+        quality_truth = {tuple(l.split()[::2]): l.split()[3] for l in
+                         (task.sample_dir / "truth" / "qrels-quality.txt").read_text().splitlines()}
+        quality = {tuple(l.split()[::2]): l.split()[3] for l in
+                   (tmp_path / "out" / "qrels-quality.txt").read_text().splitlines()}
+        both = set(quality_truth) & set(quality)
+        assert both and all(quality_truth[k] == quality[k] for k in both)
     with_errors = cli("demo", "--edition", "--task", task_id, "--runs", str(REFERENCE / task_id),
                       "--out", str(tmp_path / "out2"), "--error-rate", "0.5", "--json", env=env)
     assert with_errors.returncode == 0, with_errors.stderr

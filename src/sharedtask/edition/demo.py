@@ -42,11 +42,11 @@ class EditionDemo:
     tau: float | None
 
 
-def scale(task: Task) -> list[int]:
+def scale(task: Task, role: str = "relevance") -> list[int]:
     """The grades an assessor may give: the truth file's labels, else min_rel..max_rel."""
-    truth = task.truth.file("relevance")
+    truth = task.truth.file(role)
     if truth is None:
-        raise SharedTaskError(f"task {task.id} has no relevance truth to simulate assessors from")
+        raise SharedTaskError(f"task {task.id} has no {role} truth to simulate assessors from")
     if truth.labels:
         return sorted(int(k) for k in truth.labels)
     low = max(truth.min_rel if truth.min_rel is not None else 0, 0)
@@ -55,28 +55,42 @@ def scale(task: Task) -> list[int]:
 
 
 def simulate(pool: Pool, truth: dict[str, dict[str, int]], grades: Sequence[int], out: Path, *,
-             error_rate: float, double: float, seed: int) -> dict[str, int]:
-    """Write ``out/judgments/ann.qrels`` (every item) and ``bob.qrels`` (a share of each topic)."""
+             error_rate: float, double: float, seed: int,
+             quality: tuple[dict[str, dict[str, int]], Sequence[int]] | None = None) -> dict[str, int]:
+    """Write ``out/judgments/ann.qrels`` (every item) and ``bob.qrels`` (a share of each topic);
+    with ``quality`` (its truth and scale) also ``NAME.quality.qrels``, with the same errors."""
     rng = random.Random(seed)
-    lowest = min(g for g in grades if g >= 0) if any(g >= 0 for g in grades) else grades[0]
     rows: dict[str, list[tuple[str, str, str, int]]] = {name: [] for name in ASSESSORS}
+    quality_rows: dict[str, list[tuple[str, str, str, int]]] = {name: [] for name in ASSESSORS}
     for topic in pool.topics:
         order = pool.display_order(topic)
         share = set(rng.sample(order, round(len(order) * double)))
         for item in order:
-            true = truth.get(topic, {}).get(item, lowest)
             for name in ASSESSORS:
                 if name == "bob" and item not in share:
                     continue
-                grade = true
-                if rng.random() < error_rate:
-                    grade = rng.choice([g for g in grades if g != true] or [true])
-                rows[name].append((topic, "0", item, grade))
+                rows[name].append((topic, "0", item, _judge(rng, truth, grades, topic, item, error_rate)))
+                if quality is not None:
+                    q = _judge(rng, quality[0], quality[1], topic, item, error_rate)
+                    quality_rows[name].append((topic, "0", item, q))
     folder = out / JUDGMENTS
     folder.mkdir(parents=True, exist_ok=True)
     for name, lines in rows.items():
         write_qrels(folder / f"{name}.qrels", lines, sep="\t")
+        if quality is not None:
+            write_qrels(folder / f"{name}.quality.qrels", quality_rows[name], sep="\t")
     return {name: len(lines) for name, lines in rows.items()}
+
+
+def _judge(rng: random.Random, truth: dict[str, dict[str, int]], grades: Sequence[int], topic: str, item: str,
+           error_rate: float) -> int:
+    """The true grade (an item the truth lacks: the lowest non-negative one), or with
+    probability ``error_rate`` another grade of the scale."""
+    lowest = min((g for g in grades if g >= 0), default=grades[0])
+    true = truth.get(topic, {}).get(item, lowest)
+    if rng.random() < error_rate:
+        return rng.choice([g for g in grades if g != true] or [true])
+    return true
 
 
 def run_edition_demo(task: Task, runs: Sequence[PoolRun], out: Path, *, error_rate: float = 0.15,
@@ -100,10 +114,16 @@ def run_edition_demo(task: Task, runs: Sequence[PoolRun], out: Path, *, error_ra
     counts = pool.counts()
     say(f"1. pooled {len(runs)} runs: {sum(counts.values()):,} items over {len(counts)} topics "
         f"(depths {pool.rule['depths']}, unit {pool.rule['unit']}) -> {pool_dir}")
+    quality = None
+    quality_file = task.truth.file("quality")
+    if task.pooling is not None and "quality" in task.pooling.judged and quality_file is not None \
+            and (sample / "truth" / quality_file.path).is_file():
+        quality = (load_qrels_dict(sample / "truth" / quality_file.path), scale(task, "quality"))
     judged = simulate(read_pool(pool_dir), load_qrels_dict(truth_path), scale(task), pool_dir,
-                      error_rate=error_rate, double=double, seed=seed)
+                      error_rate=error_rate, double=double, seed=seed, quality=quality)
     say(f"2. two simulated assessors (error rate {error_rate:g}): ann judged {judged['ann']:,} items, "
-        f"bob {judged['bob']:,} of them again -> {pool_dir / JUDGMENTS}")
+        f"bob {judged['bob']:,} of them again{' (relevance and quality)' if quality else ''} -> "
+        f"{pool_dir / JUDGMENTS}")
     _, judgments = read_judged_folder(pool_dir)
     by_assessor: dict[str, dict[tuple[str, str], int]] = {}
     for j in judgments:
