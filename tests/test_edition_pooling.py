@@ -238,6 +238,10 @@ def test_invalid_run_names_file_line_and_column(tmp_path: Path) -> None:
         build_pool(task, [PoolRun(bad, "primary", "bad")])
     assert str(err.value).startswith(f"{bad}:2:")
     assert "rank" in str(err.value)
+    other = tmp_path / "touche.txt"  # a Touché run given for an ARQMath task
+    other.write_text("51 Q0 S0a1b2c3d-A0a1b2c3d 1 2.0 tag\n")
+    with pytest.raises(FormatError, match="not a topic id of arqmath-3-task1"):
+        build_pool(task, [PoolRun(other, "primary", "t")])
     with pytest.raises(SharedTaskError, match="named 'x'"):
         build_pool(task, [PoolRun(bad, "primary", "x"), PoolRun(bad, "alternate", "x")])
     with pytest.raises(SharedTaskError, match="not pooled"):

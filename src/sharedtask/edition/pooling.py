@@ -336,6 +336,7 @@ def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: s
         path = Path(run.path)
         if documents is not None:
             lists, lines, digest = next(documents)
+            _check_ids(task, path, lists)
             for topic, taken in lists.items():
                 pool = topics.setdefault(topic, {})
                 for item, rank in taken:
@@ -361,6 +362,21 @@ def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: s
                          "depth": depth, "lines": lines})
         if progress is not None:
             progress(run, lines)
+
+
+def _check_ids(task: Task, path: Path, lists: Mapping[str, list[tuple[str, int]]]) -> None:
+    """Every topic of a run and every pooled document id follow the task's id patterns
+    (a run of another task, or ids an assessor could never look up, must not enter a pool)."""
+    topic_re = task.output.pattern("topic")
+    doc_re = task.output.pattern("document")
+    for topic, taken in lists.items():
+        if topic_re is not None and not topic_re.fullmatch(topic):
+            raise FormatError(path, f"topic {topic!r} is not a topic id of {task.id}",
+                              hint=f"topic ids match {topic_re.pattern}; is this a run of another task?")
+        for doc, _ in taken:
+            if doc_re is not None and not doc_re.fullmatch(doc):
+                raise FormatError(path, f"document {doc!r} of topic {topic} is not a document id of {task.id}",
+                                  hint=f"document ids match {doc_re.pattern}")
 
 
 #: Below this many bytes of runs, worker processes cost more than they save.
