@@ -238,6 +238,13 @@ def test_invalid_run_names_file_line_and_column(tmp_path: Path) -> None:
         build_pool(task, [PoolRun(bad, "primary", "bad")])
     assert str(err.value).startswith(f"{bad}:2:")
     assert "rank" in str(err.value)
+    shifted = tmp_path / "shifted.tsv"  # 4 + 6 columns: 10 tokens, as two good lines would have
+    shifted.write_text("A.301\t1\t1\t0.5\nA.301\t2\t2\t0.4\ttag\textra\n")
+    from sharedtask.edition.toplists import _fast
+
+    assert _fast(shifted.read_bytes(), "arqmath-task1", 45) is None
+    with pytest.raises(FormatError, match=r"shifted.tsv:1\b"):
+        build_pool(task, [PoolRun(shifted, "primary", "s")])
     other = tmp_path / "touche.txt"  # a Touché run given for an ARQMath task
     other.write_text("51 Q0 S0a1b2c3d-A0a1b2c3d 1 2.0 tag\n")
     with pytest.raises(FormatError, match="not a topic id of arqmath-3-task1"):
