@@ -42,6 +42,7 @@ from typing import Literal
 
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.formats._io import atomic_text_writer
 from sharedtask.formats.layouts import RUN_LAYOUTS
 from sharedtask.edition.toplists import top_lists
 from sharedtask.formats.trec import read_run
@@ -117,19 +118,19 @@ class Pool:
         """Write ``pool.tsv`` and ``pool.json`` (and ``instances.tsv`` / ``answers.tsv``)."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        with _atomic(out_dir / POOL_TSV) as fh:
+        with atomic_text_writer(out_dir / POOL_TSV) as fh:
             for topic, items in self.topics.items():
                 for entry in items.values():
                     ranks = "\t".join(f"{run}:{rank}" for run, rank in entry.contributors)
                     fh.write(f"{topic}\t{entry.item}\t{ranks}\n")
         if self.rule.get("unit") == "visual-id":
-            with _atomic(out_dir / INSTANCES_TSV) as fh:
+            with atomic_text_writer(out_dir / INSTANCES_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
                         for formula, post in entry.instances:
                             fh.write(f"{topic}\t{entry.item}\t{formula}\t{post}\n")
         if any(entry.text is not None for items in self.topics.values() for entry in items.values()):
-            with _atomic(out_dir / ANSWERS_TSV) as fh:
+            with atomic_text_writer(out_dir / ANSWERS_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
                         if entry.text is not None:
@@ -143,28 +144,9 @@ class Pool:
             "items": sum(self.counts().values()),
             "display_seed": self.seed,
         }
-        with _atomic(out_dir / POOL_JSON) as fh:
+        with atomic_text_writer(out_dir / POOL_JSON) as fh:
             json.dump(meta, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
-
-
-class _atomic:
-    """A text file written under a temporary name and renamed into place when complete."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.tmp = path.with_name(path.name + ".part")
-
-    def __enter__(self):  # noqa: ANN204 - a text handle
-        self.fh = self.tmp.open("w", encoding="utf-8", newline="\n")
-        return self.fh
-
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
-        self.fh.close()
-        if exc_type is None:
-            self.tmp.replace(self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
 
 
 def read_pool(folder: Path) -> Pool:
