@@ -395,10 +395,11 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
 
 
 def _check_measures(doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
-    """Every measure a spec names is registered for the task's family (sharedtask.measures)."""
-    from sharedtask import measures
+    """Every measure a spec names is registered for the task's family (sharedtask.measures,
+    sharedtask.families)."""
+    from sharedtask import families, measures
 
-    known = measures.for_family(doc["family"])
+    known = measures.for_inputs(families.get(doc["family"]).inputs)
     for i, entry in enumerate(doc["measures"]):
         if entry["id"] not in known:
             owner = _owner(layers, ["measures", i, "id"])

@@ -1,7 +1,8 @@
 """The query and document texts of a task's dataset, as a re-ranker receives them.
 
 Each document comes as one text and by field (for re-rankers that weigh fields, such as
-BM25F). One reading per task family, from the task's input contract (its ``topics``,
+BM25F). One reading per task family, declared by the family (``sharedtask.families``: its
+``rerank_queries`` and ``rerank_documents``), from the task's input contract (its ``topics``,
 ``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
 wanted documents are kept, so memory is bounded by the candidates, not the corpus.
 
@@ -21,13 +22,14 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import NamedTuple
 
+from sharedtask import families
 from sharedtask.errors import SharedTaskError
+from sharedtask.families import Family
 from sharedtask.spec import Task
 
-FAMILIES = ("touche", "arqmath-task1", "semantic-search")
 
-
-def _files(task: Task, dataset: Path, role: str) -> list[Path]:
+def dataset_files(task: Task, dataset: Path, role: str) -> list[Path]:
+    """The dataset's files of the input ``role`` (a one-line error when there are none)."""
     entries = task.input.all(role)
     found = [p for entry in entries for p in entry.matches(dataset)]
     if not found:
@@ -38,31 +40,21 @@ def _files(task: Task, dataset: Path, role: str) -> list[Path]:
 
 
 def supports(task: Task) -> bool:
-    return task.family in FAMILIES
+    return families.get(task.family).reranks
 
 
-def _check_family(task: Task) -> None:
-    if not supports(task):
+def _family(task: Task) -> Family:
+    family = families.get(task.family)
+    if not family.reranks:
+        titles = [f.title for f in families.rerankable()]
         raise SharedTaskError(f"task {task.id} ({task.family}) has no re-ranking input",
-                              hint="re-ranking inputs exist for Touché Task 1, ARQMath Task 1 and mathlib4-search")
+                              hint=f"re-ranking inputs exist for {', '.join(titles[:-1])} and {titles[-1]}")
+    return family
 
 
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
-    """Topic id → the query text a re-ranker reads."""
-    _check_family(task)
-    topics = _files(task, dataset, "topics")[0]
-    if task.family == "touche":
-        from sharedtask.formats.touche import read_touche_topics
-
-        return {t.number: t.title for t in read_touche_topics(topics)}
-    if task.family == "arqmath-task1":
-        from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
-
-        return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
-                for t in read_arqmath_topics(topics)}
-    from sharedtask.formats.jsonl import read_queries
-
-    return {q.number: q.query for q in read_queries(topics)}
+    """Topic id → the query text a re-ranker reads (the family's ``rerank_queries``)."""
+    return families.resolve(_family(task).rerank_queries)(task, dataset)
 
 
 class Document(NamedTuple):
@@ -74,55 +66,5 @@ class Document(NamedTuple):
 
 def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, Document]:
     """Document id → its text and fields, for the ``wanted`` ids found in the corpus (missing ids
-    are left out)."""
-    _check_family(task)
-    want = set(wanted)
-    if task.family == "touche":
-        return _touche(task, dataset, want)
-    if task.family == "arqmath-task1":
-        return _arqmath(task, dataset, want)
-    from sharedtask.formats.jsonl import read_statements
-
-    out: dict[str, Document] = {}
-    for path in _files(task, dataset, "corpus"):
-        for s in read_statements(path):
-            if s.id in want:
-                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
-                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
-    return out
-
-
-def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
-    from sharedtask.formats.argsme import read_argsme
-
-    out: dict[str, Document] = {}
-    for path in _files(task, dataset, "corpus"):
-        for arg in read_argsme(path):
-            if arg.id in want and arg.id not in out:
-                premises = [p.text for p in arg.premises]
-                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
-                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
-    return out
-
-
-def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
-    from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
-
-    posts = _files(task, dataset, "posts")[0]
-    bodies: dict[str, tuple[str, str]] = {}  # answer id -> (question id, body text)
-    for post in read_posts(posts):
-        if isinstance(post, Answer) and post.id in want:
-            bodies[post.id] = (post.parent_id, html_to_text(post.body))
-    parents = {parent for parent, _ in bodies.values()}
-    titles: dict[str, str] = {}
-    if parents:  # second pass, only for the questions asked; it stops once all are found
-        for post in read_posts(posts):
-            if isinstance(post, Question) and post.id in parents:
-                titles[post.id] = html_to_text(post.title)
-                if len(titles) == len(parents):
-                    break
-    out: dict[str, Document] = {}
-    for doc, (parent, body) in bodies.items():
-        title = titles.get(parent, "")
-        out[doc] = Document(" ".join(x for x in (title, body) if x), {"title": title, "body": body})
-    return out
+    are left out; the family's ``rerank_documents``)."""
+    return families.resolve(_family(task).rerank_documents)(task, dataset, set(wanted))

@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sharedtask import families
 from sharedtask.findings import has_errors
 
 from sharedtask.validate import arqmath, engine
@@ -88,23 +89,15 @@ def validate(
         return validate_programs(path, task, input_dir, limit_per_code)
     if topics is None and input_dir is not None:
         topics = load_topics(task, input_dir=input_dir)
-    answers = formulas = None
+    known: dict[str, Any] = {}  # the ids a run may name, read from the dataset by the task's family
     if input_dir is not None:
-        dataset = Path(input_dir)
-        if task.family == "arqmath-task1":
-            posts = task.input.file("posts")
-            if posts is not None:
-                answers = arqmath.answer_ids(arqmath.require(dataset, posts.path, "posts file")[0])
-        elif task.family == "arqmath-task2":
-            spec = task.input.file("formulas")
-            if spec is not None:
-                formulas = arqmath.formula_ids(arqmath.require(dataset, spec.path, "formula index"))
+        for keyword, hook in families.get(task.family).known_ids.items():
+            known[keyword] = families.resolve(hook)(task, Path(input_dir))
     result = engine.run(
         path,
         task,
         topics=topics,
-        answer_ids=answers,
-        formula_ids=formulas,
+        **known,
         file_name=file_name,
         limit_per_code=limit_per_code,
     )
