@@ -111,3 +111,16 @@ ok = families.get(task.family)
     kinds = [what for _, what in _family_switches(ast.parse(code), set(families.REGISTRY))]
     assert kinds == ["comparison with a family", "comparison with a family", "lookup keyed by a family",
                      "lookup keyed by a family", "table keyed by family names"]
+
+
+def test_a_family_module_imports_only_the_registry() -> None:
+    """Declarations only: the hooks are strings, so no package that asks the registry is imported
+    back from it (no import circle), and the spec loader's import of the registry stays light."""
+    imported = {}
+    for path in sorted((SRC / "families").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported[path.name] = sorted(n for n in names if n.startswith("sharedtask") and not n.startswith("sharedtask.families"))
+    assert imported.pop("base.py") == ["sharedtask.measures"]
+    assert {name: mods for name, mods in imported.items() if mods} == {}

@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from sharedtask.images import docker_client
+    from sharedtask.images.client import docker_client
 
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
@@ -216,8 +216,8 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
 
 def _image_source(args: argparse.Namespace):
     """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
-    from sharedtask.executor import images
-    from sharedtask.images import docker_client
+    from sharedtask.images import shipping as images
+    from sharedtask.images.client import docker_client
 
     return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
                              images_url=args.images_url)

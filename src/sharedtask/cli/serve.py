@@ -109,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
     image_source = stage_source = None
     if args.broker and args.images_dir:
-        from sharedtask.dockerclient import docker_client
-        from sharedtask.executor.images import source_for
+        from sharedtask.images.client import docker_client
+        from sharedtask.images.shipping import source_for
         from sharedtask.executor.stages import stage_source_for
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)

@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _estimate(image: str) -> int | None:
     """The image's size as docker reports it (its archive is about as large), or None if unknown."""
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     try:
         return int(docker_client().images.get(image).attrs.get("Size") or 0) or None

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
     from sharedtask.executor import events
     from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
                                                 start_worker)

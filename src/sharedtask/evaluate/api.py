@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sharedtask import families, formats
 from sharedtask.errors import SharedTaskError
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo

@@ -4,7 +4,9 @@ one family and registers it at its foot.
     from sharedtask import families
     families.get(task.family).evaluator    # "sharedtask.evaluate.api:score_trec_run"
 
-Light: importing it loads no reader, no numpy, no spec (tests/test_startup.py).
+A family module holds declarations only: its hooks name the machinery ("module:function",
+imported on first use), so importing the registry loads no reader, no numpy, no spec
+(tests/test_startup.py), and no family module imports a package that asks the registry.
 """
 
 from __future__ import annotations

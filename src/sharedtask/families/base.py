@@ -28,15 +28,20 @@ def resolve(ref: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class Family:
-    """What tasks of one family share. ``input``: what its measures score (``extra_inputs``:
-    further inputs it provides, EXAM on Task 1 runs). ``evaluator``: scores one run
-    (``sharedtask.evaluate.api.Scoring`` -> None). ``qrels``: scored against relevance qrels
-    (MathQA: against the suite's files). ``strict_ranks``: the official scorer sorts by rank,
-    so a rank/score disagreement or a repeated document is an error, not a warning.
-    ``known_ids``: engine keyword -> hook ``(task, dataset) -> ids | None`` reading the ids a run
-    may name from the dataset (the validator's ``--input`` check). ``rerank_queries`` /
-    ``rerank_documents``: hooks giving the texts a re-ranker reads (sharedtask.rerank.texts).
-    ``template`` / ``approach``: the scaffold's run.py template and what it does."""
+    """What tasks of one family share.
+
+    - ``input``: what its measures score (``sharedtask.measures.INPUTS``); ``extra_inputs``:
+      further inputs it provides (EXAM on Task 1 runs);
+    - ``evaluator``: scores one run, ``(sharedtask.evaluate.api.Scoring) -> None``; ``qrels``:
+      scored against relevance qrels (MathQA: against the suite's files);
+    - ``strict_ranks``: the official scorer sorts by rank, so a rank/score disagreement or a
+      repeated document is an error, not a warning (the validator's ranking rules);
+    - ``known_ids``: the validator's keyword -> hook ``(task, dataset folder) -> ids | None``,
+      the ids a run may name, read from the dataset (``validate --input``);
+    - ``rerank_queries`` ``(task, topics file) -> {topic: text}`` and ``rerank_documents``
+      ``(task, dataset folder, wanted ids) -> {id: Document}``: what a re-ranker reads;
+    - ``template`` / ``approach``: the scaffold's run.py template and what it does.
+    """
 
     name: str
     title: str

@@ -20,7 +20,7 @@ from typing import Any
 
 from sharedtask import __version__
 from sharedtask.findings import Severity
-from sharedtask.findings_output import group_findings
+from sharedtask.findings.output import group_findings
 from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
 from sharedtask.report.agreement import agreement_table

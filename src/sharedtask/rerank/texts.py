@@ -1,7 +1,7 @@
 """The query and document texts of a task's dataset, as a re-ranker receives them.
 
 Each document comes as one text and by field (for re-rankers that weigh fields, such as
-BM25F). One reading per task family, declared by the family (``sharedtask.families``: its
+BM25F). One reading per task family (the family names it: ``sharedtask.families``, its
 ``rerank_queries`` and ``rerank_documents``), from the task's input contract (its ``topics``,
 ``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
 wanted documents are kept, so memory is bounded by the candidates, not the corpus.
@@ -28,8 +28,7 @@ from sharedtask.families import Family
 from sharedtask.spec import Task
 
 
-def dataset_files(task: Task, dataset: Path, role: str) -> list[Path]:
-    """The dataset's files of the input ``role`` (a one-line error when there are none)."""
+def _files(task: Task, dataset: Path, role: str) -> list[Path]:
     entries = task.input.all(role)
     found = [p for entry in entries for p in entry.matches(dataset)]
     if not found:
@@ -54,7 +53,29 @@ def _family(task: Task) -> Family:
 
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
     """Topic id → the query text a re-ranker reads (the family's ``rerank_queries``)."""
-    return families.resolve(_family(task).rerank_queries)(task, dataset)
+    return families.resolve(_family(task).rerank_queries)(task, _files(task, dataset, "topics")[0])
+
+
+def touche_queries(task: Task, topics: Path) -> dict[str, str]:
+    """Touché: the topic's title."""
+    from sharedtask.formats.touche import read_touche_topics
+
+    return {t.number: t.title for t in read_touche_topics(topics)}
+
+
+def arqmath_queries(task: Task, topics: Path) -> dict[str, str]:
+    """ARQMath Task 1: the topic's title and question."""
+    from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
+
+    return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
+            for t in read_arqmath_topics(topics)}
+
+
+def statement_queries(task: Task, topics: Path) -> dict[str, str]:
+    """Semantic search: the query."""
+    from sharedtask.formats.jsonl import read_queries
+
+    return {q.number: q.query for q in read_queries(topics)}
 
 
 class Document(NamedTuple):
@@ -68,3 +89,54 @@ def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[s
     """Document id → its text and fields, for the ``wanted`` ids found in the corpus (missing ids
     are left out; the family's ``rerank_documents``)."""
     return families.resolve(_family(task).rerank_documents)(task, dataset, set(wanted))
+
+
+def statement_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """Semantic search: a statement's name, informal text and formal statement."""
+    from sharedtask.formats.jsonl import read_statements
+
+    out: dict[str, Document] = {}
+    for path in _files(task, dataset, "corpus"):
+        for s in read_statements(path):
+            if s.id in want:
+                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
+                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
+    return out
+
+
+def touche_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """Touché: an argument's conclusion followed by its premises."""
+    from sharedtask.formats.argsme import read_argsme
+
+    out: dict[str, Document] = {}
+    for path in _files(task, dataset, "corpus"):
+        for arg in read_argsme(path):
+            if arg.id in want and arg.id not in out:
+                premises = [p.text for p in arg.premises]
+                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
+                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
+    return out
+
+
+def arqmath_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """ARQMath Task 1: an answer's body preceded by its question's title."""
+    from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
+
+    posts = _files(task, dataset, "posts")[0]
+    bodies: dict[str, tuple[str, str]] = {}  # answer id -> (question id, body text)
+    for post in read_posts(posts):
+        if isinstance(post, Answer) and post.id in want:
+            bodies[post.id] = (post.parent_id, html_to_text(post.body))
+    parents = {parent for parent, _ in bodies.values()}
+    titles: dict[str, str] = {}
+    if parents:  # second pass, only for the questions asked; it stops once all are found
+        for post in read_posts(posts):
+            if isinstance(post, Question) and post.id in parents:
+                titles[post.id] = html_to_text(post.title)
+                if len(titles) == len(parents):
+                    break
+    out: dict[str, Document] = {}
+    for doc, (parent, body) in bodies.items():
+        title = titles.get(parent, "")
+        out[doc] = Document(" ".join(x for x in (title, body) if x), {"title": title, "body": body})
+    return out

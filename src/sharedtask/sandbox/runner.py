@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sharedtask.dockerclient import docker_client
+from sharedtask.images.client import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
 from sharedtask.sandbox.bounds import Bounds, declared_volumes

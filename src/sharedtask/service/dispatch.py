@@ -158,9 +158,9 @@ class BrokerExecutor:
         return self._datasets[key]
 
     def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
-        from sharedtask.dockerclient import docker_client
+        from sharedtask.images.client import docker_client
         from sharedtask.errors import SharedTaskError
-        from sharedtask.executor.images import image_id
+        from sharedtask.images.shipping import image_id
 
         stage = stage_source = None
         if sub.stage_id is not None:

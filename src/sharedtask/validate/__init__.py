@@ -7,7 +7,7 @@ Public API::
     find_run_file(path)          # a run file, or run.txt / run.txt.gz in a TIRA output dir
     fix_run(run_path, task, out_path) -> FixReport
 
-Every finding carries a stable code from the catalogue (``sharedtask.finding_codes``,
+Every finding carries a stable code from the catalogue (``sharedtask.findings.codes``,
 rendered as docs/findings.md), which also fixes its severity and hint. The rules live
 in structure.py (bytes and lines), fields.py (ids, ranks, scores), ranking.py (per
 topic: duplicates, depth, ties, rank/score order), arqmath.py (collection ids, file
@@ -38,7 +38,7 @@ from sharedtask.findings import has_errors
 from sharedtask.validate import arqmath, engine
 from sharedtask.validate.fix import FixReport, fix_run
 from sharedtask.validate.model import Collector, RunStats, ValidationResult
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask.validate.topics import topic_ids
 
 __all__ = [

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.executor.job import Job
+
+if TYPE_CHECKING:
+    from sharedtask.executor.job import Job
 
 
 def image_id(client: Any, reference: str) -> str:
