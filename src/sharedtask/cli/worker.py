@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
                                                 start_worker)
     from sharedtask.executor.scratch import remove_stale
-    from sharedtask.executor.remote import CeleryExecutor, _safe
+    from sharedtask.executor.remote import CeleryExecutor, redacted_url
     from sharedtask.resources import cache_root
     from sharedtask.sandbox.orphans import reap_orphans
 
@@ -74,9 +74,9 @@ def _run(args: argparse.Namespace) -> int:
     name = args.name or default_name()
     work = (args.work_dir or cache_root() / "worker").resolve()
     stale = remove_stale(work)
-    console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {_safe(args.broker)}, "
+    console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {redacted_url(args.broker)}, "
                   f"{args.concurrency} parallel run(s), scratch {work}")
-    events.emit("worker-started", worker=name, queue=args.queue, broker=_safe(args.broker),
+    events.emit("worker-started", worker=name, queue=args.queue, broker=redacted_url(args.broker),
                 concurrency=args.concurrency, scratch=str(work))
     if reaped:
         events.emit("orphans-removed", worker=name, count=len(reaped), containers=",".join(c[:12] for c in reaped))

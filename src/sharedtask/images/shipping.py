@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 def image_id(client: Any, reference: str) -> str:
     """The local image's id, or a clear error when it is not here (or the reference is malformed)."""
-    from sharedtask.sandbox.runner import _local_image
+    from sharedtask.sandbox.runner import local_image
 
-    return str(_local_image(client, reference).id)
+    return str(local_image(client, reference).id)
 
 
 def save_archive(client: Any, reference: str, folder: Path) -> Path:
