@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
 
@@ -48,14 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = parser.add_argument_group("where the runs happen (docs/distributed.md)")
     where.add_argument("--parallel", type=int, default=1, metavar="N",
                        help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
-    where.add_argument("--broker", metavar="URL",
-                       help="send the runs to `sharedtask worker` processes through this Celery broker "
-                            "(redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, amqp://...)")
-    where.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
-    where.add_argument("--images-dir", type=Path, metavar="DIR",
-                       help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
-                            "(DIR must be readable by them at the same path, or served at --images-url)")
-    where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
+    options.add_broker(where, "send the runs to `sharedtask worker` processes through this Celery broker")
+    options.add_image_shipping(where)
     where.add_argument("--registry", metavar="HOST:PORT",
                        help="with --broker: push each image to this registry; workers pull it by digest")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
@@ -96,14 +90,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    options.check_broker(args)
     if args.registry and not (args.broker or args.kubernetes):
         raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
     if args.kubernetes and args.broker:
         raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
-    if args.images_url and not args.images_dir:
-        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 
 #: soft wrap: one event per line in a log file or journald, never cut at 80 columns
@@ -23,9 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Containers left by a worker that died on this machine are removed at start."
         ),
     )
-    parser.add_argument("--broker", required=True, metavar="URL",
-                        help="redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS) or amqp://USER:PASSWORD@HOST//")
-    parser.add_argument("--queue", metavar="NAME", help="queue to take jobs from (default: sharedtask)")
+    options.add_broker(parser, "take jobs from this Celery broker", required=True)
     parser.add_argument("--concurrency", type=int, default=1, metavar="N", help="parallel runs on this machine (default: 1)")
     parser.add_argument("--data-root", type=Path, metavar="DIR",
                         help="where datasets live: DIR/<dataset id>/input (besides the data store and the bundled samples)")
