@@ -357,7 +357,7 @@ def _digest(doc: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _known_valid(digest: str) -> bool:
+def known_valid(digest: str) -> bool:
     cache = _cache_file()
     try:
         return cache is not None and digest in cache.read_text(encoding="ascii").split()
@@ -365,7 +365,7 @@ def _known_valid(digest: str) -> bool:
         return False
 
 
-def _remember_valid(digest: str) -> None:
+def remember_valid(digest: str) -> None:
     cache = _cache_file()
     if cache is None:
         return
@@ -387,14 +387,14 @@ def _schema_errors(doc: dict[str, Any]) -> list[Any]:
     import (about 0.1 s) on short commands such as evaluating a small run.
     """
     digest = _digest(doc)
-    if _known_valid(digest):
+    if known_valid(digest):
         return []
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
-        _remember_valid(digest)
+        remember_valid(digest)
     return errors
 
 
@@ -418,10 +418,11 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
 
 
 def _check_measures(doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
-    """Every measure a spec names is registered for the task's family (sharedtask.measures)."""
-    from sharedtask import measures
+    """Every measure a spec names is registered for the task's family (sharedtask.measures,
+    sharedtask.families)."""
+    from sharedtask import families, measures
 
-    known = measures.for_family(doc["family"])
+    known = measures.for_inputs(families.get(doc["family"]).inputs)
     for i, entry in enumerate(doc["measures"]):
         if entry["id"] not in known:
             owner = _owner(layers, ["measures", i, "id"])

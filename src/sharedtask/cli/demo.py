@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
 
@@ -61,14 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = parser.add_argument_group("where the runs happen (docs/distributed.md)")
     where.add_argument("--parallel", type=int, default=1, metavar="N",
                        help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
-    where.add_argument("--broker", metavar="URL",
-                       help="send the runs to `sharedtask worker` processes through this Celery broker "
-                            "(redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, amqp://...)")
-    where.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
-    where.add_argument("--images-dir", type=Path, metavar="DIR",
-                       help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
-                            "(DIR must be readable by them at the same path, or served at --images-url)")
-    where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
+    options.add_broker(where, "send the runs to `sharedtask worker` processes through this Celery broker")
+    options.add_image_shipping(where)
     where.add_argument("--registry", metavar="HOST:PORT",
                        help="with --broker: push each image to this registry; workers pull it by digest")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
@@ -107,18 +101,15 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from sharedtask.images import docker_client
+    from sharedtask.images.client import docker_client
 
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    options.check_broker(args)
     if args.registry and not (args.broker or args.kubernetes):
         raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
     if args.kubernetes and args.broker:
         raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
-    if args.images_url and not args.images_dir:
-        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -208,7 +199,7 @@ def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress:
 
 def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
     """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
-    from sharedtask.executor.kubernetes import _name, image_reference, write_manifests, write_namespace
+    from sharedtask.executor.kubernetes import image_reference, object_name, write_manifests, write_namespace
     from sharedtask.pipeline import plan
 
     source = _image_source(args)
@@ -221,7 +212,7 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
                 console.print(f"[red]{markup_safe(run.software.name)}[/]: {markup_safe(run.error or '', 300)}")
                 continue
             path = write_manifests(run.job, args.kubernetes, image=image_reference(run.job),
-                                   input_claim=_name(run.job.dataset.id))
+                                   input_claim=object_name(run.job.dataset.id))
             console.print(f"{markup_safe(task.id)}/{markup_safe(run.software.name)}: {markup_safe(str(path))}")
             written += 1
     console.print(f"[bold]{written} Kubernetes Job(s)[/] in {args.kubernetes} (nothing ran; "
@@ -231,8 +222,8 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
 
 def _image_source(args: argparse.Namespace):
     """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
-    from sharedtask.executor import images
-    from sharedtask.images import docker_client
+    from sharedtask.images import shipping as images
+    from sharedtask.images.client import docker_client
 
     return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
                              images_url=args.images_url)

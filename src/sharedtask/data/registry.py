@@ -140,21 +140,21 @@ def _schema() -> dict[str, Any]:
 def _read(path: Path) -> dict[str, Any]:
     import hashlib
 
-    from sharedtask.spec import _known_valid, _remember_valid
+    from sharedtask.spec import known_valid, remember_valid
 
     doc = read_yaml(path)
     # The task specs' cache of documents that passed their schema (sharedtask.spec) spares
     # importing jsonschema on every short command (about 0.1 s of start-up).
 
     digest = hashlib.sha256(json.dumps([_schema(), doc], sort_keys=True, default=str).encode()).hexdigest()
-    if _known_valid(digest):
+    if known_valid(digest):
         return doc
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
-        _remember_valid(digest)
+        remember_valid(digest)
     if errors:
         err = errors[0]
         raise SpecError(f"{path}: {yaml_path(list(err.absolute_path))}: {err.message}",
