@@ -1,6 +1,6 @@
 """Pooling benchmark: 100 runs x 100 topics x 1,000 lines -> one pool (docs/assessment.md).
 
-The budget (issue 37): at most 10 s and 500 MB. Runs are ``sharedtask.synthetic`` ARQMath
+The budget (issue 37): at most 10 s and 500 MB. Runs are ``sharedtask.samples.synthetic`` ARQMath
 Task 1 runs (each topic's posts distinct, ties every 7th line), written once under
 ``--data`` (default /work/bench-data/pooling, never in the repo). Each measurement runs
 in a fresh subprocess, so its peak RSS is the pooler's alone:
@@ -65,7 +65,7 @@ print(json.dumps({"seconds": seconds, "cpu": ru.ru_utime + ru.ru_stime, "lines":
 
 
 def make_runs(folder: Path, runs: int, topics: int, depth: int) -> list[Path]:
-    from sharedtask.synthetic import write_run
+    from sharedtask.samples.synthetic import write_run
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
