@@ -137,7 +137,7 @@ def _schema() -> dict[str, Any]:
         return json.load(fh)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_registry_file(path: Path) -> dict[str, Any]:
     import hashlib
 
     from sharedtask.spec import known_valid, remember_valid
@@ -162,7 +162,7 @@ def _read(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
+def dataset_from_entry(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
     from sharedtask.spec import task_ids
 
     if entry["task"] not in task_ids():
@@ -199,10 +199,10 @@ def all_datasets() -> dict[str, Dataset]:
     then the local one (:func:`local_registry_dir`)."""
     out: dict[str, Dataset] = {}
     for path in [*sorted(registry_dir().glob("*.yml")), *sorted(local_registry_dir().glob("*.yml"))]:
-        for dataset_id, entry in _read(path)["datasets"].items():
+        for dataset_id, entry in read_registry_file(path)["datasets"].items():
             if dataset_id in out:
                 raise SpecError(f"{path}: datasets.{dataset_id}: also declared in {out[dataset_id].source_path}")
-            out[dataset_id] = _dataset(path, dataset_id, entry)
+            out[dataset_id] = dataset_from_entry(path, dataset_id, entry)
     return out
 
 

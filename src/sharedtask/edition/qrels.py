@@ -198,7 +198,7 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
     if truth.exists():
         shutil.rmtree(truth)  # registering again replaces the truth (the manifest says which)
     written = qrels.write(truth)
-    placed = {f"truth/{p.name}": store._entry(sha256(p), p.stat().st_size, "edition")
+    placed = {f"truth/{p.name}": store.file_entry(sha256(p), p.stat().st_size, "edition")
               for p in written.values()}
     files: list[dict[str, object]] = []
     for role, path in written.items():
@@ -228,7 +228,7 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
     tmp.write_text("# written by sharedtask qrels --register (sharedtask.edition.qrels)\n"
                    + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     try:  # the declaration must load as the shipped ones do, or it would break every registry read
-        registry._dataset(tmp, dataset_id, registry._read(tmp)["datasets"][dataset_id])
+        registry.dataset_from_entry(tmp, dataset_id, registry.read_registry_file(tmp)["datasets"][dataset_id])
     except SharedTaskError:
         tmp.unlink(missing_ok=True)
         raise
