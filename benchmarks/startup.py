@@ -97,7 +97,7 @@ def run_data() -> tuple[Path, Path]:
     qrels = run.with_name(run.name + ".qrels")
     if not (run.exists() and qrels.exists()):
         DATA.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics", "100",
+        subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(run), "--topics", "100",
                         "--depth", "1000", "--judged", "50"], check=True)
     return run, qrels
 

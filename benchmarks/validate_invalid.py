@@ -43,7 +43,7 @@ def variants() -> dict[str, Path]:
     valid = DATA / "validate-2m.run.txt"
     if not valid.exists():
         DATA.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(valid), "--topics", "2000",
+        subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(valid), "--topics", "2000",
                         "--depth", "1000"], check=True, stdout=subprocess.DEVNULL)
     out = {"valid": valid}
     edits = {

@@ -132,9 +132,9 @@ def test_the_sites_text_colours_meet_wcag_aa_contrast():
     against WCAG 2.1 AA: 4.5:1 for normal text (success criterion 1.4.3)."""
     import re
 
-    from sharedtask.report.html import _css
+    from sharedtask.report.html import stylesheet
 
-    css = _css()
+    css = stylesheet()
     var = dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", css))
     header_bg = re.search(r"header\.page \{[^}]*background:\s*(#[0-9a-f]{6})", css).group(1)
     header_meta = re.search(r"header\.page \.meta \{[^}]*color:\s*(#[0-9a-f]{6})", css).group(1)

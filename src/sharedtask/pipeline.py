@@ -18,9 +18,9 @@ from typing import Any, Callable
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult
 from sharedtask.executor.job import DONE, FAILED, DatasetRef, Job
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding, Severity
-from sharedtask.images import ensure_software_image
+from sharedtask.images.build import ensure_software_image
 from sharedtask.manifest import Dataset, Manifest, Software
 from sharedtask.report import RunEntry, TaskSection
 from sharedtask.sandbox.outputs import REJECTED
@@ -136,8 +136,8 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
          options: dict[str, Any] | None = None) -> list[Planned]:
     """The jobs of one task: each software that serves it on the named dataset, named by content
     (image id, sha256 of every input file), with its run folder ``OUT/<task>/<software>``."""
-    from sharedtask.dockerclient import docker_client
-    from sharedtask.executor.images import image_id
+    from sharedtask.images.client import docker_client
+    from sharedtask.images.shipping import image_id
     from sharedtask.sandbox.api import dataset_id_of
 
     dataset = manifest.dataset(task, dataset_name)

@@ -75,7 +75,7 @@ def _read_record(path: Path) -> dict[str, Any]:
 
 
 def _original_run(record: dict[str, Any], task: Task) -> Path:
-    from sharedtask.runfile import find_run_file
+    from sharedtask.formats.runfile import find_run_file
 
     recorded = (record.get("validation") or {}).get("run_file")
     if recorded and Path(recorded).is_file():
@@ -367,7 +367,7 @@ def reproduce_baselines(
     baseline is expected to give the same bytes under every profile."""
     from sharedtask.sandbox.cpu import difference
     from sharedtask.pipeline import build_images, with_parents
-    from sharedtask.runfile import find_run_file
+    from sharedtask.formats.runfile import find_run_file
     from sharedtask.sandbox import run as sandbox_run
     from sharedtask.spec import task_ids
 

@@ -11,7 +11,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 
 from sharedtask.errors import SharedTaskError
 
@@ -37,15 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"where uploads and runs are kept (default: {DEFAULT_DIR})")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    parser.add_argument("--broker", metavar="URL",
-                        help="run submissions on compute workers (`sharedtask worker --broker URL` on any machine): "
-                             "redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS (docs/distributed.md)")
-    parser.add_argument("--queue", metavar="NAME", help="with --broker: the workers' queue (default: sharedtask)")
-    parser.add_argument("--images-dir", type=Path, metavar="DIR",
-                        help="with --broker: `docker save` each submitted image to DIR/<id>.tar for workers that "
-                             "lack it (readable by them at the same path, or served at --images-url)")
-    parser.add_argument("--images-url", metavar="URL",
-                        help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
+    options.add_broker(parser, "run submissions on compute workers (`sharedtask worker --broker URL` on any machine; "
+                               "docs/distributed.md)")
+    options.add_image_shipping(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="sandboxed runs at the same time in the local pool (default: 1); with --broker: "
                              "finished runs landed and scored at the same time")
@@ -80,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    options.check_broker(args)
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
     for task_id in args.tasks or ():
@@ -113,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
     image_source = stage_source = None
     if args.broker and args.images_dir:
-        from sharedtask.dockerclient import docker_client
-        from sharedtask.executor.images import source_for
+        from sharedtask.images.client import docker_client
+        from sharedtask.images.shipping import source_for
         from sharedtask.executor.stages import stage_source_for
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
@@ -33,9 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Submit IMAGE for TASK to the service at SERVER with your team's token; the server runs it "
                     "sandboxed on the hidden data and shows findings, record and scores on your team page.",
     )
-    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
-    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
-                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+    options.add_server(parser)
     parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. touche-2021-task1")
     parser.add_argument("--image", required=True, help="a local image (uploaded) or, with --registry, a name")
     parser.add_argument("--command", help="command run via `sh -c` (default: the image's ENTRYPOINT/CMD)")
@@ -51,28 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def server_address(url: str) -> str:
-    """The server's base address; a URL with a path (a page, /openapi.json) is refused.
-
-    Why: the client sends its requests to the host alone, so a path would be ignored while
-    the printed page addresses carried it (the field test's ``--server http://host/openapi.json``).
-    """
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SharedTaskError(f"invalid server URL {url!r}: expected http(s)://HOST[:PORT]",
-                              hint="e.g. --server http://127.0.0.1:8000")
-    if parts.path.strip("/") or parts.query or parts.fragment:
-        base = f"{parts.scheme}://{parts.netloc}"
-        raise SharedTaskError(f"--server {url!r} names a page, not the server: expected http(s)://HOST[:PORT]",
-                              hint=f"--server {base}")
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def _estimate(image: str) -> int | None:
     """The image's size as docker reports it (its archive is about as large), or None if unknown."""
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     try:
         return int(docker_client().images.get(image).attrs.get("Size") or 0) or None
@@ -100,14 +78,12 @@ def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sharedtask.service.client import Server, submission_path
+    from sharedtask.service.client import submission_path
 
     from sharedtask.spec import load_task
 
     load_task(args.task)  # an unknown id is one line, before a large image is written
-    if not args.token:
-        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    server = Server(server_address(args.server), args.token)
+    server = options.server(args)
     path = submission_path(args.task, args.command, args.tag, args.phase, args.input_run)
     # Before any byte moves: token, dates, quota, tag, size and stage (a refusal costs no docker save).
     ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase,

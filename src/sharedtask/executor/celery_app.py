@@ -161,8 +161,9 @@ def _finished(config: WorkerConfig, job_id: str) -> dict[str, Any] | None:
 
 def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
-    from sharedtask.dockerclient import docker_client
-    from sharedtask.executor import datasets, images
+    from sharedtask.images.client import docker_client
+    from sharedtask.executor import datasets
+    from sharedtask.images import shipping as images
     from sharedtask.executor.admission import JobRefused, admit, safe_job_id
     from sharedtask.executor.base import JobResult, execute_in, portable, refused
     from sharedtask.executor.events import emit

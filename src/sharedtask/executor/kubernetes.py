@@ -32,7 +32,7 @@ _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 GVISOR_RUNTIME_CLASS = "gvisor"
 
 
-def _name(text: str) -> str:
+def object_name(text: str) -> str:
     """An RFC 1123 label (what Kubernetes accepts as an object name): lower case, digits, '-', <= 63."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-") or "run"
 
@@ -76,7 +76,7 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
     policy = policy_for(job)
     lim = policy.limits
     uid, _, gid = (policy.user or SANDBOX_USER).partition(":")
-    name = _name(f"{job.software}-{job.id[4:16]}")
+    name = object_name(f"{job.software}-{job.id[4:16]}")
     labels = {JOB_LABEL: job.id, "app.kubernetes.io/managed-by": "sharedtask"}
     amounts = {"cpu": f"{int(lim.cpus * 1000)}m", "memory": str(lim.memory), "ephemeral-storage": str(lim.disk)}
     env = {**cpu_profile(job.options.get("cpu")).env(),

@@ -27,7 +27,7 @@ from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.rerank.candidates import Candidate, top_candidates
 from sharedtask.rerank.texts import document_texts, query_texts
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask.spec import Task
 
 RERANK_FILE = "rerank.jsonl.gz"

@@ -1,7 +1,8 @@
 """The query and document texts of a task's dataset, as a re-ranker receives them.
 
 Each document comes as one text and by field (for re-rankers that weigh fields, such as
-BM25F). One reading per task family, from the task's input contract (its ``topics``,
+BM25F). One reading per task family (the family names it: ``sharedtask.families``, its
+``rerank_queries`` and ``rerank_documents``), from the task's input contract (its ``topics``,
 ``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
 wanted documents are kept, so memory is bounded by the candidates, not the corpus.
 
@@ -21,10 +22,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import NamedTuple
 
+from sharedtask import families
 from sharedtask.errors import SharedTaskError
+from sharedtask.families import Family
 from sharedtask.spec import Task
-
-FAMILIES = ("touche", "arqmath-task1", "semantic-search")
 
 
 def _files(task: Task, dataset: Path, role: str) -> list[Path]:
@@ -38,28 +39,40 @@ def _files(task: Task, dataset: Path, role: str) -> list[Path]:
 
 
 def supports(task: Task) -> bool:
-    return task.family in FAMILIES
+    return families.get(task.family).reranks
 
 
-def _check_family(task: Task) -> None:
-    if not supports(task):
+def _family(task: Task) -> Family:
+    family = families.get(task.family)
+    if not family.reranks:
+        titles = [f.title for f in families.rerankable()]
         raise SharedTaskError(f"task {task.id} ({task.family}) has no re-ranking input",
-                              hint="re-ranking inputs exist for Touché Task 1, ARQMath Task 1 and mathlib4-search")
+                              hint=f"re-ranking inputs exist for {', '.join(titles[:-1])} and {titles[-1]}")
+    return family
 
 
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
-    """Topic id → the query text a re-ranker reads."""
-    _check_family(task)
-    topics = _files(task, dataset, "topics")[0]
-    if task.family == "touche":
-        from sharedtask.formats.touche import read_touche_topics
+    """Topic id → the query text a re-ranker reads (the family's ``rerank_queries``)."""
+    return families.resolve(_family(task).rerank_queries)(task, _files(task, dataset, "topics")[0])
 
-        return {t.number: t.title for t in read_touche_topics(topics)}
-    if task.family == "arqmath-task1":
-        from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
 
-        return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
-                for t in read_arqmath_topics(topics)}
+def touche_queries(task: Task, topics: Path) -> dict[str, str]:
+    """Touché: the topic's title."""
+    from sharedtask.formats.touche import read_touche_topics
+
+    return {t.number: t.title for t in read_touche_topics(topics)}
+
+
+def arqmath_queries(task: Task, topics: Path) -> dict[str, str]:
+    """ARQMath Task 1: the topic's title and question."""
+    from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
+
+    return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
+            for t in read_arqmath_topics(topics)}
+
+
+def statement_queries(task: Task, topics: Path) -> dict[str, str]:
+    """Semantic search: the query."""
     from sharedtask.formats.jsonl import read_queries
 
     return {q.number: q.query for q in read_queries(topics)}
@@ -74,13 +87,12 @@ class Document(NamedTuple):
 
 def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, Document]:
     """Document id → its text and fields, for the ``wanted`` ids found in the corpus (missing ids
-    are left out)."""
-    _check_family(task)
-    want = set(wanted)
-    if task.family == "touche":
-        return _touche(task, dataset, want)
-    if task.family == "arqmath-task1":
-        return _arqmath(task, dataset, want)
+    are left out; the family's ``rerank_documents``)."""
+    return families.resolve(_family(task).rerank_documents)(task, dataset, set(wanted))
+
+
+def statement_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """Semantic search: a statement's name, informal text and formal statement."""
     from sharedtask.formats.jsonl import read_statements
 
     out: dict[str, Document] = {}
@@ -92,7 +104,8 @@ def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[s
     return out
 
 
-def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def touche_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """Touché: an argument's conclusion followed by its premises."""
     from sharedtask.formats.argsme import read_argsme
 
     out: dict[str, Document] = {}
@@ -105,7 +118,8 @@ def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
     return out
 
 
-def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def arqmath_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """ARQMath Task 1: an answer's body preceded by its question's title."""
     from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
 
     posts = _files(task, dataset, "posts")[0]

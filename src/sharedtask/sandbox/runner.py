@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sharedtask.dockerclient import docker_client
+from sharedtask.images.client import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
 from sharedtask.sandbox.bounds import Bounds, declared_volumes
@@ -280,7 +280,7 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
         raise SharedTaskError(f"input directory {request.input_dir} does not exist")
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
-    image = _local_image(client, request.image)
+    image = local_image(client, request.image)
     reap_orphans(client)
     limitfs.reap()  # after the containers: docker unmounts their layers with them
     _prepare_output(request.output_dir, request.policy.user)
@@ -391,7 +391,7 @@ def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) ->
         raise
 
 
-def _local_image(client: Any, reference: str) -> Any:
+def local_image(client: Any, reference: str) -> Any:
     """The image, which must already be local: a run never pulls (reproducible offline)."""
     import docker
 

@@ -12,7 +12,7 @@ Exactly once, across faults:
   everywhere (the broker's ``SET NX`` mark, the result, the run folder);
 - a worker killed mid-run: the broker hands the job out again after its visibility timeout
   (acks late), and the handle here just keeps polling;
-- the broker restarted: polling answers "no news" until it is back (``remote._transient``);
+- the broker restarted: polling answers "no news" until it is back (``remote.is_transient``);
   a send that fails while it is away is tried again;
 - the server restarted: :func:`sharedtask.service.executor.resume` re-queues the running
   submissions; their stored job is sent again under the same id, which the broker's mark
@@ -129,10 +129,10 @@ class BrokerExecutor:
             try:
                 handle = self.celery.submit(job, run_dir)
                 break
-            except Exception as exc:  # noqa: BLE001 - see _transient: the broker is away, try again
-                from sharedtask.executor.remote import _transient
+            except Exception as exc:  # noqa: BLE001 - see is_transient: the broker is away, try again
+                from sharedtask.executor.remote import is_transient
 
-                if not _transient(exc):
+                if not is_transient(exc):
                     fail(self.sessions, submission_id, attempt, notes, exc)
                     return
                 log.warning("submission %s: the broker does not answer (%s); sending again", submission_id,
@@ -158,9 +158,9 @@ class BrokerExecutor:
         return self._datasets[key]
 
     def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
-        from sharedtask.dockerclient import docker_client
+        from sharedtask.images.client import docker_client
         from sharedtask.errors import SharedTaskError
-        from sharedtask.executor.images import image_id
+        from sharedtask.images.shipping import image_id
 
         stage = stage_source = None
         if sub.stage_id is not None:
@@ -217,13 +217,13 @@ class BrokerExecutor:
 
     def _result(self, run: _InFlight) -> Any:
         """The landed result; a broker away at this moment is waited for, not a failure of the run."""
-        from sharedtask.executor.remote import _transient
+        from sharedtask.executor.remote import is_transient
 
         while True:
             try:
                 return run.handle.result()
             except Exception as exc:  # noqa: BLE001 - re-raised unless transient
-                if not _transient(exc) or self._stop.is_set():
+                if not is_transient(exc) or self._stop.is_set():
                     raise
                 self._stop.wait(RETRY)
 

@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any, Iterable
 
 from sharedtask.pipeline import findings_from_validation
-from sharedtask.report.html import _css, e, fmt_score, render_html
+from sharedtask.report.html import e, fmt_score, render_html, stylesheet
 from sharedtask.report.model import RunEntry, TaskSection
 from sharedtask.service import visibility
 from sharedtask.service.models import Submission, TaskSettings, Team
@@ -115,7 +115,7 @@ def _page(title: str, body: str, *, refresh: bool = False, who: str | None = Non
               '<button>sign out</button></form></p>') if who else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"{meta}<title>{e(title)} · sharedtask</title><style>{_css()}</style></head><body>{NAV}"
+            f"{meta}<title>{e(title)} · sharedtask</title><style>{stylesheet()}</style></head><body>{NAV}"
             f'<header class="page"><h1>{e(title)}</h1>{signed}</header><main>{body}</main></body></html>\n')
 
 

@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Iterable
 
-from sharedtask.finding_codes import CATALOGUE
+from sharedtask.findings.codes import CATALOGUE
 from sharedtask.findings import Finding, Severity
 from sharedtask.service.executor import BROKER_RESUMED_NOTE, RESUMED_NOTE
 from sharedtask.service.models import Submission, aware

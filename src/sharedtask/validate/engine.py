@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from sharedtask import families
 from sharedtask.validate.arqmath import check_file_name
 from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
 from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
@@ -187,7 +188,7 @@ class _Pass:
             out=out,
             layout=layout,
             max_depth=int(task.output.max_results_per_topic),
-            touche=task.family == "touche",
+            touche=families.get(task.family).strict_ranks,
             patterns=patterns,
             max_answer_chars=task.output.max_answer_chars,
             answer_ids=answer_ids,

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sharedtask.finding_codes import code as catalogue_entry
+from sharedtask.findings.codes import code as catalogue_entry
 from sharedtask.findings import Finding, Severity
 
 #: Findings kept per code; the rest are only counted.

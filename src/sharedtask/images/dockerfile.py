@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding
 
 INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",

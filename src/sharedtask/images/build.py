@@ -8,8 +8,8 @@ A participant's Dockerfile runs code as hostile as its image, so every build
 runs under a :class:`BuildSandbox`: a network (none for submissions), memory
 and CPU limits for the build's RUN steps, and a timeout (docs/threat-model.md).
 Before dockerd sees anything, the Dockerfile is checked against the organizer's
-:class:`~sharedtask.dockerfile.BuildPolicy` (allowed base images, registry; no URLs)
-and the context is collected by :mod:`sharedtask.buildcontext` (regular files only,
+:class:`~sharedtask.images.dockerfile.BuildPolicy` (allowed base images, registry; no URLs)
+and the context is collected by :mod:`sharedtask.images.context` (regular files only,
 bounded, within the build's deadline) into the archive dockerd receives.
 """
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from sharedtask.buildcontext import ContextLimits, collect, read_dockerfile
-from sharedtask.dockerclient import docker_client
-from sharedtask.dockerfile import BuildPolicy, check
+from sharedtask.images.context import ContextLimits, collect, read_dockerfile
+from sharedtask.images.client import docker_client
+from sharedtask.images.dockerfile import BuildPolicy, check
 from sharedtask.errors import SharedTaskError
 from sharedtask.findings import Finding
 
@@ -281,7 +281,7 @@ def ensure_software_image(software: Any, *, force: bool = False,
     if software.kind == "submission" and software.build is not None:
         policy = build_policy()
         if policy.allows(software.image):
-            from sharedtask.finding_codes import finding
+            from sharedtask.findings.codes import finding
 
             raise BuildRefused(software.image, [finding(
                 "BUILD-TAG", f"the submission {software.name!r} would be tagged {software.image}, one of the "

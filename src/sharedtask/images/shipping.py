@@ -11,17 +11,19 @@ from __future__ import annotations
 import os
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.executor.job import Job
+
+if TYPE_CHECKING:
+    from sharedtask.executor.job import Job
 
 
 def image_id(client: Any, reference: str) -> str:
     """The local image's id, or a clear error when it is not here (or the reference is malformed)."""
-    from sharedtask.sandbox.runner import _local_image
+    from sharedtask.sandbox.runner import local_image
 
-    return str(_local_image(client, reference).id)
+    return str(local_image(client, reference).id)
 
 
 def save_archive(client: Any, reference: str, folder: Path) -> Path:

@@ -2,7 +2,7 @@
 
 Why one table: validators, the input check, the demo and the docs all speak of the same
 codes; a code's severity and hint are decided here once (``Collector.report`` reads them),
-and ``docs/findings.md`` is rendered from this table (``python -m sharedtask.finding_codes``;
+and ``docs/findings.md`` is rendered from this table (``python -m sharedtask.findings.codes``;
 a test keeps the two equal).
 
 Severity rule: what TIRA, trec_eval or the task's official scorer would reject or silently
@@ -192,7 +192,7 @@ CATALOGUE: dict[str, Code] = {
     "INPUT-TOPIC-ID": _c(_IN, E, "topic ids that do not match the task's topic pattern",
                          "is this the topics file of the task?"),
     "INPUT-TOPIC-DUPLICATE": _c(_IN, E, "a topic id given twice", "give every topic once"),
-    # --- a participant's image build (sharedtask/dockerfile.py, sharedtask/buildcontext.py)
+    # --- a participant's image build (sharedtask/images/dockerfile.py, sharedtask/images/context.py)
     "BUILD-FROM": _c(_B, E, "FROM an image that is not one of the organizer's base images",
                      "build FROM an allowed base (ARG BASE_IMAGE, then FROM ${BASE_IMAGE}, is the project's base image)"),
     "BUILD-COPY-FROM": _c(_B, E, "COPY --from an image that is neither an earlier stage nor an allowed base image",
@@ -230,7 +230,7 @@ def code(name: str) -> Code:
     try:
         return CATALOGUE[name]
     except KeyError:
-        raise KeyError(f"finding code {name!r} is not in sharedtask.finding_codes.CATALOGUE") from None
+        raise KeyError(f"finding code {name!r} is not in sharedtask.findings.codes.CATALOGUE") from None
 
 
 def finding(name: str, message: str, path: str | None = None, line: int | None = None, column: int | None = None,
@@ -244,7 +244,7 @@ def markdown() -> str:
     """``docs/findings.md``: the catalogue as a table per group."""
     lines = ["# Finding codes", "",
              "Every finding of `sharedtask validate`, `check-input` and the demo carries one of these codes.",
-             "Generated from `src/sharedtask/finding_codes.py` by `python -m sharedtask.finding_codes > docs/findings.md`.",
+             "Generated from `src/sharedtask/findings/codes.py` by `python -m sharedtask.findings.codes > docs/findings.md`.",
              "Severity: **E** error (the run is invalid), **W** warning, **I** info.", ""]
     groups: dict[str, list[tuple[str, Code]]] = {}
     for name, entry in CATALOGUE.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sharedtask.errors import FormatError, SharedTaskError
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding, Severity
 from sharedtask.spec import InputFile, Task
 

@@ -13,9 +13,9 @@ deterministic for a given seed and scale.
 
 CLI::
 
-    python -m sharedtask.synthetic argsme OUTDIR [--scale 1.0]
-    python -m sharedtask.synthetic arqmath OUTDIR --answers N
-    python -m sharedtask.synthetic run OUT --topics T --depth D [--interleaved] [--judged J]
+    python -m sharedtask.samples.synthetic argsme OUTDIR [--scale 1.0]
+    python -m sharedtask.samples.synthetic arqmath OUTDIR --answers N
+    python -m sharedtask.samples.synthetic run OUT --topics T --depth D [--interleaved] [--judged J]
 
 ``argsme`` and ``arqmath`` write ``OUTDIR/input`` (the ``$inputDataset`` layout) and
 ``OUTDIR/truth`` (qrels over sampled documents), like the bundled samples.
@@ -583,7 +583,7 @@ def _size(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sharedtask.synthetic", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sharedtask.samples.synthetic", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="kind", required=True)
     a = sub.add_parser("argsme", help="args.me-shaped corpus (387,740 arguments at --scale 1)")
     a.add_argument("outdir", type=Path)

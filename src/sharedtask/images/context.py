@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding
 
 #: Folders left out of the hash (not of the archive: .dockerignore decides that).
