@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
-from sharedtask.service.answers import Answers, answers_for
+from sharedtask.service.response_cache import Answers, answers_for
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team, organizer_token
 
 #: runs one statement in a transaction of a process of its own
 _ELSEWHERE = ("import sys, sqlalchemy as sa\n"
@@ -190,7 +190,7 @@ def test_the_next_boundary_is_the_earliest_future_date_of_a_task_or_a_phase(tmp_
 def test_answers_are_kept_per_sign_in_cookie(served):
     """The JSON API also takes the pages' sign-in cookie: two teams signed in that way must each
     get their own list, never the other's kept answer (the key holds the cookie's digest)."""
-    from sharedtask.service.signin import COOKIE, sign_in
+    from sharedtask.service.teams.signin import COOKIE, sign_in
 
     url, db, answers, tokens, factory = served
     with factory.begin() as session:

@@ -25,9 +25,10 @@ from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, databa
                              postgres_server)
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.executor import RESUMED_NOTE, claim, resume
+from sharedtask.service.runs import resume
+from sharedtask.service.runs.claims import RESUMED_NOTE, claim
 from sharedtask.service.models import Image, Submission
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team, organizer_token
 from sharedtask.service.uploads import UploadError, clean_archive
 
 HEAD = "0004"  # the newest migration (src/sharedtask/service/migrations/versions)
@@ -377,7 +378,7 @@ def test_port_in_use_is_one_line(tmp_path):
 
 def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(database):
     from sharedtask.report.model import RunEntry
-    from sharedtask.service.executor import store_validation
+    from sharedtask.service.runs.claims import store_validation
 
     factory = _queued(database, 1)
     attempt = claim(factory, 1)
@@ -413,7 +414,7 @@ def test_organizer_page_forms_publish_and_set_dates(service):
 def test_redact_drops_logs_and_server_paths():
     """The team's own record (logs) and the public one (no logs, no server paths); blind mode shows no
     record at all (tests/test_service_blind.py)."""
-    from sharedtask.service.pages import redact
+    from sharedtask.service.entries import redact
 
     run = "/srv/st/runs/1/attempt-1/t/run1"
     record = {"status": "success", "logs": {"stdout": f"{run}/stdout.log"},

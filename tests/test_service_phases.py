@@ -4,7 +4,7 @@ scores kept from teams while a phase says so, and an old database upgraded in pl
 Every test runs on SQLite and on a real PostgreSQL (started by the tests on loopback). The
 server runs in a thread with a recording executor (nothing is run: what is checked here is
 admission and visibility); the races call the service's own admission
-(:func:`sharedtask.service.actions.admit`, what the upload route calls) from threads released
+(:func:`sharedtask.service.submissions.admit`, what the upload route calls) from threads released
 together at a barrier, against the real database.
 """
 
@@ -22,12 +22,12 @@ from sqlalchemy import func, select, text
 
 from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
                              postgres_server)
-from sharedtask.service import actions
-from sharedtask.service.access import ServiceState
+from sharedtask.service import submissions
+from sharedtask.service.state import ServiceState
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
 from sharedtask.service.models import Image, Submission, Team, utcnow
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team, organizer_token
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
@@ -91,7 +91,7 @@ def an_image(factory) -> int:
 def admit(state: ServiceState, who: Team, image_id: int, phase: str | None = None) -> int:
     """The service's admission (the upload route's last step): 201 or the refusal's status."""
     try:
-        actions.admit(state, who, TASK, image_id, "sha256:" + "b" * 64, None, None, phase)
+        submissions.admit(state, who, TASK, image_id, "sha256:" + "b" * 64, None, None, phase)
         return 201
     except HTTPException as exc:
         return exc.status_code

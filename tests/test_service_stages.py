@@ -20,7 +20,7 @@ from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, databa
                              perfect_run, postgres_server)
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team, organizer_token
 
 NO_STAGE_TASK = "arqmath-3-task2"  # its outputs are formulas: its spec declares no `rerank:`
 

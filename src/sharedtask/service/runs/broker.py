@@ -14,7 +14,7 @@ Exactly once, across faults:
   (acks late), and the handle here just keeps polling;
 - the broker restarted: polling answers "no news" until it is back (``remote._transient``);
   a send that fails while it is away is tried again;
-- the server restarted: :func:`sharedtask.service.executor.resume` re-queues the running
+- the server restarted: :func:`sharedtask.service.runs.claims.resume` re-queues the running
   submissions; their stored job is sent again under the same id, which the broker's mark
   turns into "wait for the one already sent", or its landed result is taken as it is;
 - a result is stored only by the submission's current claim (``attempts``), so a result
@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.executor.job import DatasetRef, Job
 from sharedtask.service import phases
-from sharedtask.service.executor import (BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker,
+from sharedtask.service.runs.claims import (BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker,
                                          store_entry, store_validation)
 from sharedtask.service.models import Submission
 
@@ -59,7 +59,7 @@ class _InFlight:
     worker: str | None = None
 
 
-class BrokerExecutor:
+class BrokerDispatch:
     """Sends each claimed submission to the workers and follows it until it is scored.
 
     One thread sends (and re-sends while the broker is away), one follows every job in
