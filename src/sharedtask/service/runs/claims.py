@@ -4,8 +4,8 @@ A submission is *claimed* by one atomic ``UPDATE ... WHERE status = 'queued'`` t
 also counts the attempt; its result is stored only ``WHERE attempts = <this claim>``.
 So a submission queued twice (a restart while it was queued) runs once, and a run
 that a restarted server took over cannot be overwritten by the claim it replaced:
-none is scored twice. The run itself is the organizer pipeline's own step
-(:func:`sharedtask.pipeline.run_one`: sandbox → validator → official evaluation).
+none is scored twice. The run itself is a :class:`~sharedtask.executor.job.Job` of the executor
+seam (:mod:`sharedtask.service.runs.jobs`), scored with the pipeline's own step.
 """
 
 from __future__ import annotations

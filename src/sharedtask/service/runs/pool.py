@@ -1,8 +1,12 @@
-"""The service's local pool: submissions run in this server process, a few at a time.
+"""The service's local pool: submissions run on this server's Docker daemon, a few at a time.
 
-Each claimed submission runs with the organizer pipeline's own step
-(:func:`sharedtask.pipeline.run_one`: sandbox → validator → official evaluation); its
-outcome is stored by the claim's bookkeeping (:mod:`sharedtask.service.runs.claims`).
+The same executor seam as the compute workers (:mod:`sharedtask.service.runs.broker`): a claimed
+submission becomes a :class:`~sharedtask.executor.job.Job`
+(:class:`~sharedtask.service.runs.jobs.Jobs`), :class:`sharedtask.executor.LocalExecutor` runs it
+(:func:`sharedtask.executor.base.execute_in`: sandbox → validator), and the server scores what it
+left with the pipeline's own step, as it does for a job a worker ran. The run folder is
+``DATA_DIR/runs/<id>/attempt-<n>/<task>/<tag>``; a re-ranker's published first stage is mounted
+from here.
 """
 
 from __future__ import annotations
@@ -13,59 +17,30 @@ import threading
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from sharedtask.executor.local import LocalExecutor
 from sharedtask.service import phases
-from sharedtask.service.models import Stage, Submission
-from sharedtask.service.runs.claims import RunSettings, claim, fail, store_entry, store_validation
+from sharedtask.service.models import Submission
+from sharedtask.service.runs.claims import RunSettings, claim, fail
+from sharedtask.service.runs.jobs import Jobs
 
 log = logging.getLogger("sharedtask.service")
-
-
-def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submission_id: int) -> None:
-    """Claim, run, validate and score one submission; every outcome ends in the database."""
-    from sharedtask.manifest import Software, load_manifest
-    from sharedtask.pipeline import run_one
-    from sharedtask.service.stages import mounted
-    from sharedtask.spec import load_task
-
-    attempt = claim(sessions, submission_id, "server")
-    if attempt is None:
-        return
-    with sessions() as session:
-        sub = session.get(Submission, submission_id)
-        assert sub is not None
-        task_id, tag, docker_image, command = sub.task_id, sub.tag, sub.image_name, sub.command
-        notes = list(sub.notes or [])
-        dataset_name = phases.dataset_name(session, sub, settings.dataset)
-        stage = session.get(Stage, sub.stage_id) if sub.stage_id is not None else None
-        stage_at = (stage.path, stage.sha256, stage.name) if stage is not None else None
-    out_dir = settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}"
-    try:
-        task = load_task(task_id)
-        dataset = load_manifest(settings.manifest).dataset(task, dataset_name)
-        software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
-        run_dir = out_dir / task_id / tag
-        input_run = mounted(stage_at[0], stage_at[1]) if stage_at is not None else None  # the published bytes
-        entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
-                           on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
-                                                                           validated),
-                           input_run=input_run, first_stage=stage_at[2] if stage_at is not None else None)
-    except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
-        fail(sessions, submission_id, attempt, notes, exc)
-        return
-    store_entry(sessions, submission_id, attempt, entry, run_dir, notes)
 
 
 class LocalPool:
     """Daemon threads in the server process; each runs one sandboxed container at a time.
 
-    Daemon threads on purpose: stopping the server (Ctrl-C, SIGTERM) must not wait for a
-    run that may take hours. A run cut off that way is left ``running`` in the database,
-    its container is reaped as an orphan by the next run, and :func:`resume` runs it
-    again at the next start, exactly as after a crash.
+    Each thread asks :class:`~sharedtask.executor.LocalExecutor` (a pool of one: the job runs in
+    the asking thread) for one job after the other. Daemon threads on purpose: stopping the
+    server (Ctrl-C, SIGTERM) must not wait for a run that may take hours. A run cut off that way
+    is left ``running`` in the database, its container is reaped as an orphan by the next run,
+    and :func:`~sharedtask.service.runs.resume` runs it again at the next start, exactly as
+    after a crash.
     """
 
     def __init__(self, sessions: sessionmaker[Session], settings: RunSettings, workers: int = 1) -> None:
         self.sessions, self.settings = sessions, settings
+        self.jobs = Jobs(sessions, settings)
+        self.executor = LocalExecutor(1)  # one run per asking thread; the threads below are the slots
         self._queue: queue.Queue[int | None] = queue.Queue()
         self._threads = [threading.Thread(target=self._work, name=f"sharedtask-run-{n}", daemon=True)
                          for n in range(workers)]
@@ -78,9 +53,29 @@ class LocalPool:
     def _work(self) -> None:
         while (submission_id := self._queue.get()) is not None:
             try:
-                run_submission(self.sessions, self.settings, submission_id)
+                self.run(submission_id)
             except Exception:  # noqa: BLE001 - one submission's bug must not stop the worker
                 log.exception("submission %s", submission_id)
+
+    def run(self, submission_id: int) -> None:
+        """Claim, run, validate and score one submission; every outcome ends in the database."""
+        attempt = claim(self.sessions, submission_id, "server")
+        if attempt is None:
+            return
+        with self.sessions() as session:
+            sub = session.get(Submission, submission_id)
+            assert sub is not None
+            notes = list(sub.notes or [])
+            dataset_name = phases.dataset_name(session, sub, self.settings.dataset)
+        run_dir = self.settings.data_dir / "runs" / str(submission_id) / f"attempt-{attempt}" / sub.task_id / sub.tag
+        try:
+            job, stage_dir = self.jobs.new_job(sub, attempt, dataset_name)
+            dataset, _, _ = self.jobs.dataset(sub.task_id, dataset_name)
+            handle = self.executor.submit(job, run_dir, input_dir=dataset.input_dir, input_run=stage_dir)
+            self.jobs.score(submission_id, attempt, job, dataset_name, handle.result(), run_dir, notes,
+                            first_stage=job.stage["software"].removeprefix("stage ") if job.stage else None)
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
+            fail(self.sessions, submission_id, attempt, notes, exc)
 
     def shutdown(self) -> None:
         """Let idle workers end; a worker inside a run is left to the process's exit."""

@@ -4,7 +4,6 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 (``Member``, ``Db``, the request models) at run time.
 """
 
-import datetime as dt
 import secrets
 from pathlib import Path
 from typing import Any, Callable

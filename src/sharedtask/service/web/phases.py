@@ -4,12 +4,10 @@ a team's final runs (select / unselect) and each phase's leaderboard (JSON, CSV)
 No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
 """
 
-import datetime as dt
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
 
 from sharedtask.service import phases, selection, submissions
 from sharedtask.service.state import naive_utc, task_of, team_names
