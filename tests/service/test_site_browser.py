@@ -17,7 +17,7 @@ from pathlib import Path
 from browser_helpers import chromium
 from service_helpers import TASK, call
 from service_helpers import database, postgres_server  # noqa: F401 - fixtures
-from test_service_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
+from service.test_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
 from sharedtask.service import submissions
 from sharedtask.service.models import Submission
 

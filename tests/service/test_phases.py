@@ -20,14 +20,11 @@ import pytest
 from fastapi import HTTPException
 from sqlalchemy import func, select, text
 
-from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
-                             postgres_server)
+from service_helpers import TASK, call
 from sharedtask.service import submissions
 from sharedtask.service.state import ServiceState
-from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
 from sharedtask.service.models import Image, Submission, Team, utcnow
-from sharedtask.service.teams.tokens import create_team, organizer_token
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
@@ -43,18 +40,9 @@ def manifest(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def service(tmp_path: Path, database: str, manifest: Path):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, token_a = create_team(session, "team-a")
-        _, token_b = create_team(session, "team-b")
-    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK], manifest=manifest)
-    app = create_app(factory, RecordingExecutor(), config)
-    with ThreadServer(app) as server:
-        yield server.url, factory, app.state.service, {"org": org, "a": token_a, "b": token_b}
+def service(database: str, manifest: Path, in_thread):
+    s = in_thread(database, "team-a", "team-b", max_upload=64 * 1024, manifest=manifest)
+    return s.url, s.factory, s.state, {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}
 
 
 def iso(delta: dt.timedelta) -> str:

@@ -3,7 +3,7 @@
 A real uvicorn server on 127.0.0.1 answers real HTTP requests over a real SQLite file
 migrated by Alembic. Only the executor is replaced (:class:`RecordingExecutor`): these
 tests check what is *queued*, and running containers is the Docker tests' part
-(tests/test_service_docker.py).
+(tests/service/test_docker.py).
 """
 
 from __future__ import annotations
@@ -21,33 +21,21 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, inspect, select
 
-from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
-                             postgres_server)
-from sharedtask.service.app import ServiceConfig, create_app
+from service_helpers import RecordingExecutor, TASK, call
 from sharedtask.service.db import make_engine, migrate, sessions
 from sharedtask.service.runs import resume
 from sharedtask.service.runs.claims import RESUMED_NOTE, claim
 from sharedtask.service.models import Image, Submission
-from sharedtask.service.teams.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import UploadError, clean_archive
 
 HEAD = "0004"  # the newest migration (src/sharedtask/service/migrations/versions)
 
 
 @pytest.fixture
-def service(tmp_path: Path, database: str):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, token_a = create_team(session, "team-a")
-        _, token_b = create_team(session, "team-b")
-    executor = RecordingExecutor()
-    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK])
-    app = create_app(factory, executor, config)
-    with ThreadServer(app) as server:
-        yield server.url, factory, executor, {"org": org, "a": token_a, "b": token_b}, tmp_path
+def service(tmp_path: Path, database: str, in_thread):
+    s = in_thread(database, "team-a", "team-b", max_upload=64 * 1024)
+    return s.url, s.factory, s.runs, {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}, tmp_path
 
 
 def _add_submission(factory, team_name: str) -> int:
@@ -413,7 +401,7 @@ def test_organizer_page_forms_publish_and_set_dates(service):
 
 def test_redact_drops_logs_and_server_paths():
     """The team's own record (logs) and the public one (no logs, no server paths); blind mode shows no
-    record at all (tests/test_service_blind.py)."""
+    record at all (tests/service/test_blind.py)."""
     from sharedtask.service.entries import redact
 
     run = "/srv/st/runs/1/attempt-1/t/run1"
