@@ -1,4 +1,4 @@
-"""Kept answers of the hot GETs (service/answers.py) are never older than the last commit.
+"""Kept answers of the hot GETs (service/response_cache.py) are never older than the last commit.
 
 A real server (uvicorn in a thread) over SQLite and a real PostgreSQL: each test first makes
 the server keep an answer (and checks that it did), then commits a change — from this
