@@ -35,7 +35,8 @@ HEAD = "0004"  # the newest migration (src/sharedtask/service/migrations/version
 @pytest.fixture
 def service(tmp_path: Path, database: str, in_thread):
     s = in_thread(database, "team-a", "team-b", max_upload=64 * 1024)
-    return s.url, s.factory, s.runs, {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}, tmp_path
+    tokens = {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}
+    return s.url, s.factory, s.runs, tokens, tmp_path
 
 
 def _add_submission(factory, team_name: str) -> int:

@@ -73,7 +73,7 @@ class LocalPool:
             dataset, _, _ = self.jobs.dataset(sub.task_id, dataset_name)
             handle = self.executor.submit(job, run_dir, input_dir=dataset.input_dir, input_run=stage_dir)
             self.jobs.score(submission_id, attempt, job, dataset_name, handle.result(), run_dir, notes,
-                            first_stage=job.stage["software"].removeprefix("stage ") if job.stage else None)
+                            first_stage=sub.input_run)  # the published stage's name (submissions.admit)
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the submission 'running' forever
             fail(self.sessions, submission_id, attempt, notes, exc)
 
