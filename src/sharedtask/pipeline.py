@@ -256,34 +256,6 @@ def entry_for(run: Planned, result: JobResult | None, say: Say,
     return entry, scored
 
 
-def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None,
-            on_validated: Callable[[RunEntry], None] | None = None, *, input_run: Path | None = None,
-            first_stage: str | None = None) -> tuple[RunEntry, Any]:
-    """One software on one dataset, here and now, in this process's sandbox (the submission
-    service's path); the row is made by :func:`entry_for`, as for a batch. Never raises for
-    the run's own faults. ``input_run``: a re-ranker's stage folder (``$inputRun``), the
-    first stage named ``first_stage``."""
-    from sharedtask.sandbox import run as sandbox_run
-    from sharedtask.sandbox.outputs import remove_tree
-
-    run = Planned(task, sw, dataset, out_dir / task.id / sw.name, None,
-                  f"image build failed: {build_error}" if build_error else None, first_stage=first_stage)
-    if build_error:
-        return entry_for(run, None, say)
-    remove_tree(run.run_dir)  # a previous run's output: any depth, links not followed
-    run.run_dir.mkdir(parents=True)
-    try:
-        outcome = sandbox_run(task, sw.image, command=sw.command_for(task.id), input_dir=dataset.input_dir,
-                              output_dir=run.run_dir / "output", record_dir=run.run_dir,
-                              observer=_Observer(say, sw.name), input_run=input_run)
-    except SharedTaskError as exc:
-        run.error = f"sandbox: {exc}"
-        return entry_for(run, None, say)
-    result = JobResult("local", DONE if outcome.result.ok else FAILED, outcome.result.status,
-                       outcome.result.message, "local", outcome.validation, outcome.record, run.run_dir)
-    return entry_for(run, result, say, on_validated=on_validated)
-
-
 def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState | None = None,
             resume: bool = False) -> dict[int, JobResult | None]:
     """Submit every job, follow their states, and return each run's result (by position).

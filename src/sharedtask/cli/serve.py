@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-    from sharedtask.service.tokens import create_team, organizer_token
+    from sharedtask.service.teams.tokens import create_team, organizer_token
     from sharedtask.spec import load_task
     from sharedtask.units import parse_size
 
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         for task_id in args.tasks or task_ids():
             manifest.dataset(load_task(task_id), args.dataset)
     from sharedtask.service.app import ServiceConfig, create_app
-    from sharedtask.service.executor import RunSettings, make_executor
+    from sharedtask.service.runs import RunSettings, make_runs
 
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
     image_source = stage_source = None
@@ -112,15 +112,15 @@ def run(args: argparse.Namespace) -> int:
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
         stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
-    executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
-                             stage_source=stage_source)
+    runs = make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
+                     stage_source=stage_source)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
                            dataset=args.dataset,
                            workers_lack_stages=bool(args.broker) and stage_source is None)
-    app = create_app(factory, executor, config)
+    app = create_app(factory, runs, config)
     return _serve(app, args.host, args.port)
 
 

@@ -1,4 +1,4 @@
-"""Kept answers of the hot GETs (service/answers.py) are never older than the last commit.
+"""Kept answers of the hot GETs (service/response_cache.py) are never older than the last commit.
 
 A real server (uvicorn in a thread) over SQLite and a real PostgreSQL: each test first makes
 the server keep an answer (and checks that it did), then commits a change — from this
@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import RecordingExecutor, TASK, ThreadServer, call, postgres_server  # noqa: F401 - a fixture
-from sharedtask.service.answers import Answers, answers_for
-from sharedtask.service.app import ServiceConfig, create_app
+from service_helpers import TASK, call
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.response_cache import Answers, answers_for
+from sharedtask.service.teams.tokens import create_team
 
 #: runs one statement in a transaction of a process of its own
 _ELSEWHERE = ("import sys, sqlalchemy as sa\n"
@@ -31,25 +30,10 @@ def _commit_elsewhere(url: str, sql: str) -> None:
     subprocess.run([sys.executable, "-c", _ELSEWHERE, url, sql], check=True, timeout=120)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path / "service.db")
-    return request.getfixturevalue("postgres_server")()
-
-
 @pytest.fixture
-def served(tmp_path: Path, database: str):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, token = create_team(session, "team-a")
-    app = create_app(factory, RecordingExecutor(), ServiceConfig(data_dir=tmp_path, task_ids=[TASK]))
-    with ThreadServer(app) as server:
-        yield server.url, database, app.state.service.answers, {"org": org, "a": token}, factory
-    engine.dispose()
+def served(in_thread, database: str):
+    s = in_thread(database, "team-a")
+    return s.url, database, s.state.answers, {"org": s.tokens["org"], "a": s.tokens["team-a"]}, s.factory
 
 
 def _insert_done_run(url: str, tag: str, score: float) -> None:
@@ -190,7 +174,7 @@ def test_the_next_boundary_is_the_earliest_future_date_of_a_task_or_a_phase(tmp_
 def test_answers_are_kept_per_sign_in_cookie(served):
     """The JSON API also takes the pages' sign-in cookie: two teams signed in that way must each
     get their own list, never the other's kept answer (the key holds the cookie's digest)."""
-    from sharedtask.service.signin import COOKIE, sign_in
+    from sharedtask.service.teams.signin import COOKIE, sign_in
 
     url, db, answers, tokens, factory = served
     with factory.begin() as session:

@@ -4,7 +4,6 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 (``Member``, ``Db``, the request models) at run time.
 """
 
-import datetime as dt
 import secrets
 from pathlib import Path
 from typing import Any, Callable
@@ -17,13 +16,14 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from sharedtask.service import actions, phases
-from sharedtask.service.access import (Db, Member, Organizer, ServiceState, State, all_settings, authenticate,
-                                       kept, may_see_board, member, task_of, team_names, visible)
+from sharedtask.service import phases, submissions
+from sharedtask.service.state import ServiceState, all_settings, task_of, team_names
 from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.models import Submission, Team, aware, utcnow
-from sharedtask.service.tokens import create_team
+from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
+from sharedtask.service.web.common import (Db, Member, Organizer, SettingsIn, State, authenticate, kept, may_see_board,
+                                           member, visible)
 from sharedtask.units import parse_size
 
 router = APIRouter(prefix="/api")
@@ -41,12 +41,6 @@ class NamedImageIn(BaseModel):
 
 class HideIn(BaseModel):
     reason: str = Field(min_length=1, max_length=500)
-
-
-class SettingsIn(BaseModel):
-    opens: dt.datetime | None = None
-    closes: dt.datetime | None = None
-    daily_limit: int | None = Field(default=None, ge=1)
 
 
 # ----------------------------------------------------------------------------- submissions
@@ -93,8 +87,8 @@ async def preflight(task_id: str, request: Request, service: State, tag: str | N
                     input_run: str | None = None) -> dict[str, Any]:
     task = task_of(service, task_id)
     who = await run_in_threadpool(authenticate, service, request)
-    return await run_in_threadpool(actions.preflight, service, who, task_id, tag, size, _upload_limit(service, task),
-                                   phase, input_run)
+    return await run_in_threadpool(submissions.preflight, service, who, task_id, tag, size,
+                                   _upload_limit(service, task), phase, input_run)
 
 
 @router.post("/tasks/{task_id}/submissions", status_code=201, tags=["submissions"],
@@ -116,8 +110,8 @@ async def submit(task_id: str, request: Request, service: State, command: str | 
             raise HTTPException(422, f"not a named image: {exc.errors()[0].get('msg', 'invalid JSON')}",
                                 headers=None) from None
         tag, command = named.tag or tag, named.command or command
-        await run_in_threadpool(actions.preflight, service, who, task_id, tag, None, limit, phase, input_run)
-        image = await run_in_threadpool(actions.image_of_reference, service, named.image, limit)
+        await run_in_threadpool(submissions.preflight, service, who, task_id, tag, None, limit, phase, input_run)
+        image = await run_in_threadpool(submissions.image_of_reference, service, named.image, limit)
         sha = None
     else:
         who = await run_in_threadpool(_may_upload, service, request, task_id, tag, _declared_size(request), limit,
@@ -127,7 +121,7 @@ async def submit(task_id: str, request: Request, service: State, command: str | 
         sub = await run_in_threadpool(_admit_archive, service, who, task_id, raw, sha, limit, command, tag, phase,
                                       input_run)
         return _created(service, who, sub, sha)
-    sub = await run_in_threadpool(actions.admit, service, who, task_id, image.id, image.docker_id, command, tag,
+    sub = await run_in_threadpool(submissions.admit, service, who, task_id, image.id, image.docker_id, command, tag,
                                   phase, input_run)
     return _created(service, who, sub, sha)
 
@@ -136,21 +130,21 @@ def _may_upload(service: ServiceState, request: Request, task_id: str, tag: str 
                 limit: int, phase: str | None, input_run: str | None) -> Any:
     """The token's team, if the pre-flight lets it send its archive now (401, 403, 409, 413, 422, 429 otherwise)."""
     who = authenticate(service, request)
-    actions.preflight(service, who, task_id, tag, size, limit, phase, input_run)
+    submissions.preflight(service, who, task_id, tag, size, limit, phase, input_run)
     return who
 
 
 def _admit_archive(service: ServiceState, who: Any, task_id: str, raw: Path, sha: str, limit: int,
                    command: str | None, tag: str | None, phase: str | None, input_run: str | None) -> Submission:
     try:
-        image = actions.image_of_archive(service, raw, sha, limit)
+        image = submissions.image_of_archive(service, raw, sha, limit)
     finally:
         raw.unlink(missing_ok=True)
-    return actions.admit(service, who, task_id, image.id, image.docker_id, command, tag, phase, input_run)
+    return submissions.admit(service, who, task_id, image.id, image.docker_id, command, tag, phase, input_run)
 
 
 def _created(service: ServiceState, who: Any, sub: Submission, sha: str | None) -> JSONResponse:
-    body = actions.submission_json(sub, who.name, blind=actions.blind_for(service, who))
+    body = submissions.submission_json(sub, who.name, blind=submissions.blind_for(service, who))
     if sha is not None:
         body["archive_sha256"] = sha
     return JSONResponse(body, status_code=201)
@@ -184,7 +178,7 @@ async def _hot(function: Callable[..., Response], service: ServiceState, *args: 
 
 
 def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
-    """``build()`` as JSON, or the same bytes kept since the last commit (:func:`access.kept`)."""
+    """``build()`` as JSON, or the same bytes kept since the last commit (:func:`common.kept`)."""
     body = kept(service, request, key, lambda: bytes(JSONResponse(build()).body))
     return Response(body, media_type="application/json")
 
@@ -203,31 +197,31 @@ def _submissions_json(service: ServiceState, request: Request, task: str | None)
         if task:
             query = query.where(Submission.task_id == task)
         names = team_names(session) if who.organizer else {who.id: who.name}
-        blind = actions.blind_for(service, who)
+        blind = submissions.blind_for(service, who)
         shown = phases.for_team(session, session.scalars(query), who, utcnow())  # scores a phase keeps back
-        return [actions.submission_json(s, names[s.team_id], blind=blind) for s in shown]
+        return [submissions.submission_json(s, names[s.team_id], blind=blind) for s in shown]
 
 
 @router.get("/submissions/{submission_id}", tags=["submissions"])
 def get_submission(submission_id: int, who: Member, session: Db, service: State) -> dict[str, Any]:
     (sub,) = phases.for_team(session, [visible(session, who, submission_id)], who, utcnow())
-    return actions.submission_json(sub, team_names(session)[sub.team_id], blind=actions.blind_for(service, who))
+    return submissions.submission_json(sub, team_names(session)[sub.team_id], blind=submissions.blind_for(service, who))
 
 
 @router.post("/submissions/{submission_id}/rerun", tags=["organizer"], summary="Run a submission again")
 def rerun(submission_id: int, org: Organizer, session: Db, service: State) -> dict[str, Any]:
-    return actions.rerun(service, session, visible(session, org, submission_id))
+    return submissions.rerun(service, session, visible(session, org, submission_id))
 
 
 @router.post("/submissions/{submission_id}/hide", tags=["organizer"],
              summary="Hide a faulty run from the leaderboard, with a reason shown to the team")
 def hide(submission_id: int, body: HideIn, org: Organizer, session: Db) -> dict[str, Any]:
-    return actions.hide(session, visible(session, org, submission_id), body.reason)
+    return submissions.hide(session, visible(session, org, submission_id), body.reason)
 
 
 @router.post("/submissions/{submission_id}/unhide", tags=["organizer"])
 def unhide(submission_id: int, org: Organizer, session: Db) -> dict[str, Any]:
-    return actions.hide(session, visible(session, org, submission_id), None)
+    return submissions.hide(session, visible(session, org, submission_id), None)
 
 
 # ----------------------------------------------------------------------------- teams and tasks
@@ -255,25 +249,25 @@ async def list_tasks(request: Request, service: State) -> Response:
 def _tasks_json(service: ServiceState) -> list[dict[str, Any]]:
     with service.sessions() as session:
         settings = all_settings(session)
-        return [actions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
+        return [submissions.task_json(service, tid, settings.get(tid)) for tid in service.known_tasks]
 
 
 @router.put("/tasks/{task_id}/settings", tags=["organizer"], summary="Open/close dates (UTC) and a daily limit")
 def put_settings(task_id: str, body: SettingsIn, _org: Organizer, session: Db, service: State) -> dict[str, Any]:
     task_of(service, task_id)
-    return actions.put_settings(service, session, task_id, body.opens, body.closes, body.daily_limit)
+    return submissions.put_settings(service, session, task_id, body.opens, body.closes, body.daily_limit)
 
 
 @router.post("/tasks/{task_id}/publish", tags=["organizer"], summary="Make the leaderboard public")
 def publish(task_id: str, _org: Organizer, session: Db, service: State) -> dict[str, Any]:
     task_of(service, task_id)
-    return actions.set_published(service, session, task_id, True)
+    return submissions.set_published(service, session, task_id, True)
 
 
 @router.post("/tasks/{task_id}/unpublish", tags=["organizer"])
 def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dict[str, Any]:
     task_of(service, task_id)
-    return actions.set_published(service, session, task_id, False)
+    return submissions.set_published(service, session, task_id, False)
 
 
 @router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)",
@@ -289,7 +283,7 @@ def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task:
 
     with service.sessions() as session:
         organizer_view = may_see_board(request, session, task_id)
-        entries = actions.board_rows(service, session, task_id, organizer_view=organizer_view)
+        entries = submissions.board_rows(service, session, task_id, organizer_view=organizer_view)
     rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores,
              # a re-ranker: the first stage it re-ranks, as demo's leaderboard.json names it
              **({"input_run": entry.first_stage} if entry.first_stage else {})}

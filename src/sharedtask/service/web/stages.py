@@ -12,9 +12,10 @@ from fastapi import APIRouter, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
 from sharedtask.service import stages
-from sharedtask.service.access import Db, State, ServiceState, authenticate, task_of, viewer
 from sharedtask.service.limits import bounded_body, stream_to
+from sharedtask.service.state import ServiceState, task_of
 from sharedtask.service.uploads import Spool, UploadError
+from sharedtask.service.web.common import Db, State, authenticate, viewer
 
 router = APIRouter(prefix="/api")
 

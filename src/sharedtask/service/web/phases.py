@@ -4,38 +4,18 @@ a team's final runs (select / unselect) and each phase's leaderboard (JSON, CSV)
 No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
 """
 
-import datetime as dt
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
 
-from sharedtask.service import actions, pages, phases, selection
-from sharedtask.service.access import Db, Member, Organizer, State, kept, naive_utc, task_of, team_names, viewer
+from sharedtask.service import phases, selection, submissions
+from sharedtask.service.state import naive_utc, task_of, team_names
 from sharedtask.service.models import aware, utcnow
-from sharedtask.service.tokens import ORGANIZER
+from sharedtask.service.teams.tokens import ORGANIZER
+from sharedtask.service.web.common import Db, Member, Organizer, PhaseIn, State, kept, phase_board
 
 router = APIRouter(prefix="/api")
-
-
-class PhaseIn(BaseModel):
-    dataset: str = Field(min_length=1, max_length=100,
-                         description="a dataset of tira.yml (datasets:) that the phase's submissions run on")
-    opens: dt.datetime | None = Field(default=None, description="ISO 8601 with a zone; none: open already")
-    closes: dt.datetime | None = Field(default=None, description="ISO 8601 with a zone; none: never closes")
-    daily_limit: int | None = Field(default=None, ge=1, description="submissions per team and UTC day")
-    total_limit: int | None = Field(default=None, ge=1, description="submissions per team in the whole phase")
-    scores_visible: bool = Field(default=True, description="false: teams see their scores only once it closed")
-    leaderboard_public: bool = Field(default=False, description="the phase's leaderboard is public")
-    max_selected: int | None = Field(default=None, ge=1,
-                                     description="runs a team may mark as final; none: each team's best run counts")
-
-
-def manifest_of(service: Any) -> Any:
-    from sharedtask.manifest import load_manifest
-
-    return load_manifest(service.config.manifest)
 
 
 @router.get("/tasks/{task_id}/phases", tags=["tasks"], summary="The task's phases in calendar order (UTC)")
@@ -52,7 +32,7 @@ def put_phase(task_id: str, name: str, body: PhaseIn, _org: Organizer, session: 
     task = task_of(service, task_id)
     values = body.model_dump()
     values["opens"], values["closes"] = naive_utc(body.opens), naive_utc(body.closes)
-    phase = phases.put_phase(session, task, name, values, manifest_of(service))
+    phase = phases.put_phase(session, task, name, values, phases.manifest_of(service))
     return phases.phase_json(phase, utcnow())
 
 
@@ -70,26 +50,8 @@ def unselect_run(submission_id: int, who: Member, session: Db, service: State) -
 def _selected(service: Any, session: Any, who: Any, submission_id: int, value: bool) -> dict[str, Any]:
     sub = selection.set_selected(session, who, submission_id, value)
     (shown,) = phases.for_team(session, [sub], who, utcnow())
-    return actions.submission_json(shown, team_names(session)[sub.team_id], blind=actions.blind_for(service, who))
-
-
-def phase_board(task_id: str, name: str, request: Request, session: Any, service: Any) -> tuple[Any, Any, list]:
-    """(task, phase, ranked rows) of a phase's leaderboard as the asker may see it; 404 when not public."""
-    from sharedtask.report.model import TaskSection, leaderboard
-
-    task = task_of(service, task_id)
-    phase = phases.named(session, task_id, name)
-    who = viewer(request, session)
-    organizer_view = bool(who is not None and who.organizer)
-    if not selection.may_see(phase, organizer_view, utcnow()):
-        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
-    runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
-    names = team_names(session)
-    blind = service.config.blind and not organizer_view
-    entries = [actions.light_entry(run, names[run.team_id], blind=blind) for run in runs]
-    by_name = {entry.name: run for entry, run in zip(entries, runs)}
-    rows = [(rank, entry, by_name[entry.name]) for rank, entry in leaderboard(TaskSection(task, entries))]
-    return task, phase, rows
+    return submissions.submission_json(shown, team_names(session)[sub.team_id],
+                                       blind=submissions.blind_for(service, who))
 
 
 def board_json(task: Any, phase: Any, rows: list, names: dict[int, str]) -> dict[str, Any]:
@@ -115,7 +77,7 @@ def phase_leaderboard(task_id: str, name: str, request: Request, session: Db, se
         body = board_json(task, phase, rows, team_names(session))
         return board_csv(task, body).encode() if format == "csv" else bytes(JSONResponse(body).body)
 
-    # kept until the next commit or phase boundary, per viewer (access.kept): a crowd asks for the same board
+    # kept until the next commit or phase boundary, per viewer (common.kept): a crowd asks for the same board
     body = kept(service, request, ("phase-board", task_id, name, format), build)
     if format == "csv":
         return Response(body, media_type="text/csv; charset=utf-8",

@@ -17,8 +17,8 @@ from pathlib import Path
 from browser_helpers import chromium
 from service_helpers import TASK, call
 from service_helpers import database, postgres_server  # noqa: F401 - fixtures
-from test_service_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
-from sharedtask.service import actions
+from service.test_phases import DAY, an_image, iso, manifest, put_phase, scored_runs, service, team  # noqa: F401
+from sharedtask.service import submissions
 from sharedtask.service.models import Submission
 
 
@@ -166,9 +166,9 @@ def test_a_queued_submission_shows_how_many_are_ahead_of_it_on_the_team_and_subm
     url, factory, state, tokens = service
     image_id = an_image(factory)
     a, b = team(factory, "team-a"), team(factory, "team-b")
-    a1 = actions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
-    b1 = actions.admit(state, b, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
-    a2 = actions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "second", None).id
+    a1 = submissions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
+    b1 = submissions.admit(state, b, TASK, image_id, "sha256:" + "b" * 64, None, "first", None).id
+    a2 = submissions.admit(state, a, TASK, image_id, "sha256:" + "b" * 64, None, "second", None).id
 
     status, page = call(f"{url}/team", token=tokens["a"])
     assert status == 200 and (_ahead(page, a1), _ahead(page, a2)) == ("0", "2")

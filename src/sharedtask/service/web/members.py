@@ -14,9 +14,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from sqlalchemy import func, select
 
-from sharedtask.service.access import Db, Member, Organizer
+from sharedtask.service.submissions import queue_line
+from sharedtask.service.web.common import Db, Member, Organizer
 from sharedtask.service.models import Submission, Team, Token, aware
-from sharedtask.service.tokens import new_token
+from sharedtask.service.teams.tokens import new_token
 
 router = APIRouter(prefix="/api")
 
@@ -58,16 +59,6 @@ def revoke_token(name: str, token_id: int, _org: Organizer, session: Db) -> dict
     token.revoked = True
     session.commit()
     return token_json(token)
-
-
-def queue_line(session: Any) -> list[int]:
-    """Every queued submission's id, oldest first: the order the executor takes them."""
-    return list(session.scalars(select(Submission.id).where(Submission.status == "queued").order_by(Submission.id)))
-
-
-def ahead_of(session: Any) -> dict[int, int]:
-    """For each queued submission, how many queued ones are ahead of it (0: it runs next)."""
-    return {sid: place for place, sid in enumerate(queue_line(session))}
 
 
 @router.get("/queue", tags=["submissions"],

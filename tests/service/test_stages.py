@@ -3,7 +3,7 @@
 A real uvicorn server on 127.0.0.1 over a real database (SQLite and PostgreSQL) migrated by
 Alembic; the stage is made by the real rerank code from the Touché 2021 sample and a real
 run file. Only the executor is replaced (:class:`RecordingExecutor`): running re-rankers is
-tests/test_service_stages_docker.py's part.
+tests/service/test_stages_docker.py's part.
 """
 
 from __future__ import annotations
@@ -16,25 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
-                             perfect_run, postgres_server)
-from sharedtask.service.app import ServiceConfig, create_app
-from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.tokens import create_team, organizer_token
+from service_helpers import TASK, ThreadServer, call, perfect_run, service_app
 
 NO_STAGE_TASK = "arqmath-3-task2"  # its outputs are formulas: its spec declares no `rerank:`
 
 
 def _server(tmp_path: Path, database: str, **config: object):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, team = create_team(session, "team-a")
-    app = create_app(factory, RecordingExecutor(),
-                     ServiceConfig(data_dir=tmp_path / "data", task_ids=[TASK, NO_STAGE_TASK], **config))
-    return ThreadServer(app), org, team
+    made = service_app(database, "team-a", data_dir=tmp_path / "data", task_ids=[TASK, NO_STAGE_TASK], **config)
+    return ThreadServer(made.app), made.tokens["org"], made.tokens["team-a"]
 
 
 def put_run(url: str, token: str, name: str, run: str, task: str = TASK) -> tuple[int, object]:

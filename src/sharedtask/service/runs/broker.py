@@ -1,9 +1,10 @@
 """``serve --broker URL``: the service's submissions run on compute workers (``sharedtask worker``).
 
-The same executor seam as ``demo --broker`` (:class:`sharedtask.executor.remote.CeleryExecutor`):
-a submission becomes a :class:`~sharedtask.executor.job.Job`, the workers run it in the same
-sandbox, its run folder lands in ``DATA_DIR/runs/<id>/<job id>`` and the server validates
-nothing again: it scores the landed run with the pipeline's own step
+The same executor seam as ``demo --broker`` (:class:`sharedtask.executor.remote.CeleryExecutor`)
+and as the local pool (:mod:`sharedtask.service.runs.pool`): a submission becomes a
+:class:`~sharedtask.executor.job.Job` (:class:`~sharedtask.service.runs.jobs.Jobs`), the workers run
+it in the same sandbox, its run folder lands in ``DATA_DIR/runs/<id>/<job id>`` and the server
+validates nothing again: it scores the landed run with the pipeline's own step
 (:func:`sharedtask.pipeline.entry_for`), as the local pool does.
 
 Exactly once, across faults:
@@ -14,7 +15,7 @@ Exactly once, across faults:
   (acks late), and the handle here just keeps polling;
 - the broker restarted: polling answers "no news" until it is back (``remote.is_transient``);
   a send that fails while it is away is tried again;
-- the server restarted: :func:`sharedtask.service.executor.resume` re-queues the running
+- the server restarted: :func:`sharedtask.service.runs.resume` re-queues the running
   submissions; their stored job is sent again under the same id, which the broker's mark
   turns into "wait for the one already sent", or its landed result is taken as it is;
 - a result is stored only by the submission's current claim (``attempts``), so a result
@@ -36,11 +37,11 @@ from typing import Any, Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from sharedtask.executor.job import DatasetRef, Job
+from sharedtask.executor.job import Job
 from sharedtask.service import phases
-from sharedtask.service.executor import (BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker,
-                                         store_entry, store_validation)
 from sharedtask.service.models import Submission
+from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker
+from sharedtask.service.runs.jobs import Jobs
 
 log = logging.getLogger("sharedtask.service")
 
@@ -59,7 +60,7 @@ class _InFlight:
     worker: str | None = None
 
 
-class BrokerExecutor:
+class BrokerDispatch:
     """Sends each claimed submission to the workers and follows it until it is scored.
 
     One thread sends (and re-sends while the broker is away), one follows every job in
@@ -74,15 +75,15 @@ class BrokerExecutor:
                  stage_source: Callable[[Path], str] | None = None) -> None:
         from sharedtask.executor import executor_for
 
-        self.sessions, self.settings, self.image_source = sessions, settings, image_source
-        self.stage_source = stage_source  # how workers get a published stage (executor/stages.py)
+        self.sessions, self.settings = sessions, settings
+        # how workers get the image and a published stage (executor/images.py, executor/stages.py)
+        self.jobs = Jobs(sessions, settings, image_source=image_source, stage_source=stage_source, travels=True)
         self.celery = executor_for(broker, queue=queue_name)  # one clear line when the broker does not answer
         self._todo: queue.Queue[int | None] = queue.Queue()
         self._flying: dict[int, _InFlight] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._scorers = ThreadPoolExecutor(max(1, scorers), thread_name_prefix="sharedtask-score")
-        self._datasets: dict[str, tuple[Any, DatasetRef, str]] = {}
         self._threads = [threading.Thread(target=self._send_loop, name="sharedtask-send", daemon=True),
                          threading.Thread(target=self._follow_loop, name="sharedtask-follow", daemon=True)]
         for thread in self._threads:
@@ -118,7 +119,7 @@ class BrokerExecutor:
             notes, stored = list(sub.notes or []), sub.job
             dataset_name = phases.dataset_name(session, sub, self.settings.dataset)
         try:
-            job = Job.from_json(stored) if stored else self._new_job(sub, attempt, dataset_name)
+            job = Job.from_json(stored) if stored else self.jobs.new_job(sub, attempt, dataset_name)[0]
             if not stored:
                 self._remember(submission_id, attempt, job)
         except Exception as exc:  # noqa: BLE001 - a missing image or dataset fails this submission only
@@ -129,10 +130,10 @@ class BrokerExecutor:
             try:
                 handle = self.celery.submit(job, run_dir)
                 break
-            except Exception as exc:  # noqa: BLE001 - see is_transient: the broker is away, try again
-                from sharedtask.executor.remote import is_transient
+            except Exception as exc:  # noqa: BLE001 - see remote.is_transient: the broker is away, try again
+                from sharedtask.executor.remote import _transient
 
-                if not is_transient(exc):
+                if not _transient(exc):
                     fail(self.sessions, submission_id, attempt, notes, exc)
                     return
                 log.warning("submission %s: the broker does not answer (%s); sending again", submission_id,
@@ -142,48 +143,6 @@ class BrokerExecutor:
             return
         with self._lock:
             self._flying[submission_id] = _InFlight(submission_id, attempt, job, handle, notes, dataset_name)
-
-    def _dataset(self, task_id: str, name: str) -> tuple[Any, DatasetRef, str]:
-        """The task's dataset ``name``, its reference by content and its sandbox id (computed once)."""
-        key = f"{task_id}\0{name}"
-        if key not in self._datasets:
-            from sharedtask.manifest import load_manifest
-            from sharedtask.pipeline import dataset_ref
-            from sharedtask.sandbox.api import dataset_id_of
-            from sharedtask.spec import load_task
-
-            task = load_task(task_id)
-            dataset = load_manifest(self.settings.manifest).dataset(task, name)
-            self._datasets[key] = (dataset, dataset_ref(task, dataset), dataset_id_of(dataset.input_dir))
-        return self._datasets[key]
-
-    def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
-        from sharedtask.images.client import docker_client
-        from sharedtask.errors import SharedTaskError
-        from sharedtask.images.shipping import image_id
-
-        stage = stage_source = None
-        if sub.stage_id is not None:
-            if self.stage_source is None:  # admitted before the server shipped stages (no --images-dir)
-                raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers "
-                                      "cannot get: the organizer starts the server with --images-dir to ship it")
-            from sharedtask.service.models import Stage
-            from sharedtask.service.stages import mounted
-
-            with self.sessions() as session:
-                row = session.get(Stage, sub.stage_id)
-                published = (row.path, row.sha256, row.name) if row is not None else None
-            if published is None:
-                raise SharedTaskError(f"the first stage {sub.input_run} this run re-ranks is no longer published")
-            folder = mounted(published[0], published[1])  # the published bytes, checked before they travel
-            stage = {"software": f"stage {published[2]}", "job": "", "sha256": published[1]}
-            stage_source = self.stage_source(folder)
-        _, ref, sandbox_id = self._dataset(sub.task_id, dataset_name)
-        image = sub.image_name
-        return Job(task=sub.task_id, software=f"submission-{sub.id}-{attempt}", image=image,
-                   image_id=image_id(docker_client(), image), command=sub.command, dataset=ref,
-                   image_source=self.image_source(image) if self.image_source else None,
-                   options={"dataset_id": sandbox_id}, stage=stage, stage_source=stage_source)
 
     def _remember(self, submission_id: int, attempt: int, job: Job) -> None:
         from sqlalchemy import update
@@ -217,37 +176,23 @@ class BrokerExecutor:
 
     def _result(self, run: _InFlight) -> Any:
         """The landed result; a broker away at this moment is waited for, not a failure of the run."""
-        from sharedtask.executor.remote import is_transient
+        from sharedtask.executor.remote import _transient
 
         while True:
             try:
                 return run.handle.result()
             except Exception as exc:  # noqa: BLE001 - re-raised unless transient
-                if not is_transient(exc) or self._stop.is_set():
+                if not _transient(exc) or self._stop.is_set():
                     raise
                 self._stop.wait(RETRY)
 
     def _score(self, run: _InFlight) -> None:
         """Land the run folder, then the pipeline's row (validation stored first, then the scores)."""
-        from sharedtask.manifest import Software
-        from sharedtask.pipeline import Planned, entry_for
-        from sharedtask.spec import load_task
-
         sid, attempt = run.submission_id, run.attempt
         try:
             result = self._result(run)
             if result.worker and result.worker != "?":
                 set_worker(self.sessions, sid, attempt, result.worker)
-            task = load_task(run.job.task)
-            dataset, _, _ = self._dataset(run.job.task, run.dataset)
-            software = Software(name=run.job.software, image=run.job.image, kind="submission",
-                                command=run.job.command, tasks=(task.id,))
-            run_dir = Path(run.handle.run_dir)
-            planned = Planned(task, software, dataset, run_dir, run.job)
-            entry, _ = entry_for(planned, result, lambda line: log.debug("%s", line),
-                                 on_validated=lambda validated: store_validation(self.sessions, sid, attempt,
-                                                                                 validated))
+            self.jobs.score(sid, attempt, run.job, run.dataset, result, Path(run.handle.run_dir), run.notes)
         except Exception as exc:  # noqa: BLE001 - never leave the submission 'running'
             fail(self.sessions, sid, attempt, run.notes, exc)
-            return
-        store_entry(self.sessions, sid, attempt, entry, run_dir, run.notes)

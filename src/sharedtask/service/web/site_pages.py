@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from sharedtask.report.html import e, fmt_score
 from sharedtask.service import phases
 from sharedtask.service.models import Phase, Submission, TaskSettings
-from sharedtask.service.pages import _page, tag_label
+from sharedtask.service.entries import tag_label
+from sharedtask.service.web.pages import _page
 
 TZ_COOKIE = "sharedtask_tz"
 
@@ -149,7 +150,7 @@ def board_page(task: Any, phase: Phase, rows: list[tuple[int | None, Any, Submis
 
 def _baseline(team: str) -> str:
     """The organizer's own runs (its baselines) are marked as such on a board."""
-    from sharedtask.service.tokens import ORGANIZER
+    from sharedtask.service.teams.tokens import ORGANIZER
 
     return ' <span class="badge">baseline</span>' if team == ORGANIZER else ""
 

@@ -15,12 +15,16 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import actions, pages, phases, signin, site, visibility
-from sharedtask.service.access import (COOKIE, Db, State, all_settings, kept, may_see_board, member, primary_measures,
-                                       state, task_of, team_names, viewer, visible)
-from sharedtask.service.members_api import ahead_of
+from sharedtask.service import entries, phases, submissions, visibility
 from sharedtask.service.models import Submission, Team, utcnow
-from sharedtask.service.tokens import create_team
+from sharedtask.service.state import all_settings, primary_measures, task_of, team_names
+from sharedtask.service.submissions import ahead_of
+from sharedtask.service.teams import signin
+from sharedtask.service.teams.signin import COOKIE
+from sharedtask.service.teams.tokens import create_team
+from sharedtask.service.web import pages, site_pages
+from sharedtask.service.web.common import (Db, SettingsIn, State, kept, may_see_board, member, state, viewer,
+                                           visible)
 
 router = APIRouter(include_in_schema=False)
 
@@ -66,7 +70,7 @@ def login_response(token: str, session: Session, next_page: str = "") -> HTMLRes
     local = next_page.startswith("/") and not next_page.startswith("//") and "\\" not in next_page
     response = RedirectResponse(next_page if local else "/organizer" if found.organizer else "/team",
                                 status_code=303)
-    # the cookie holds a sign-in that expires and can be ended, never the token (service/signin.py)
+    # the cookie holds a sign-in that expires and can be ended, never the token (service/teams/signin.py)
     response.set_cookie(COOKIE, cookie, max_age=int(signin.LIFETIME.total_seconds()), httponly=True,
                         samesite="strict")
     return response
@@ -105,7 +109,7 @@ def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
         return who
     subs = listing(session, who)
     ahead = ahead_of(session) if any(sub.status == "queued" for sub, _ in subs) else None
-    return html(pages.team_page(who, subs, primary_measures(service), blind=actions.blind_for(service, who),
+    return html(pages.team_page(who, subs, primary_measures(service), blind=submissions.blind_for(service, who),
                                 ahead=ahead))
 
 
@@ -117,14 +121,14 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
     if isinstance(who, HTMLResponse):
         return who
     (sub,) = phases.for_team(session, [visible(session, who, submission_id)], who, utcnow())
-    seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if actions.blind_for(service, who)
+    seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if submissions.blind_for(service, who)
                else visibility.TEAM)
-    entry = pages.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
+    entry = entries.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
     text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
     queued = pages.queue_banner(sub, ahead_of(session)) if sub.status == "queued" else ""
     banner = pages.failure_banner(entry, sub) or queued
     text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), banner)
-    if sub.status in pages.PENDING:
+    if sub.status in entries.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
     return html(text)
 
@@ -135,11 +139,11 @@ def leaderboard_page(task_id: str, request: Request, session: Db, service: State
 
     def build() -> bytes:
         organizer_view = may_see_board(request, session, task_id)
-        entries = actions.board_entries(service, session, task_id, organizer_view=organizer_view)
+        entries = submissions.board_entries(service, session, task_id, organizer_view=organizer_view)
         title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
         return pages.with_nav(pages.report_page(task, entries, title)).encode()
 
-    try:  # kept per viewer until the next commit or task/phase boundary (access.kept)
+    try:  # kept per viewer until the next commit or task/phase boundary (common.kept)
         body = kept(service, request, ("leaderboard-page", task_id), build)
     except HTTPException as exc:
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
@@ -156,7 +160,7 @@ def organizer_page(request: Request, session: Db, service: State) -> HTMLRespons
     teams = list(session.scalars(select(Team).order_by(Team.id)))
     text = pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
                                 all_settings(session), teams, ahead=ahead_of(session))
-    return html(text.replace("</main>", site.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
+    return html(text.replace("</main>", site_pages.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
 
 
 async def organizer_form(request: Request, session: Session) -> tuple[Team, dict[str, list[str]]]:
@@ -168,8 +172,6 @@ async def organizer_form(request: Request, session: Session) -> tuple[Team, dict
 
 @router.post("/organizer/tasks/{task_id}/{action}")
 async def organizer_task_action(task_id: str, action: str, request: Request, session: Db, service: State) -> Any:
-    from sharedtask.service.api import SettingsIn
-
     _org, form = await organizer_form(request, session)
     task_of(service, task_id)
     if action == "settings":
@@ -180,9 +182,9 @@ async def organizer_task_action(task_id: str, action: str, request: Request, ses
             body = SettingsIn(opens=field("opens"), closes=field("closes"), daily_limit=field("daily_limit"))
         except ValueError as exc:
             raise HTTPException(422, f"invalid settings: {str(exc).splitlines()[0]}") from None
-        actions.put_settings(service, session, task_id, body.opens, body.closes, body.daily_limit)
+        submissions.put_settings(service, session, task_id, body.opens, body.closes, body.daily_limit)
     elif action in ("publish", "unpublish"):
-        actions.set_published(service, session, task_id, action == "publish")
+        submissions.set_published(service, session, task_id, action == "publish")
     else:
         raise HTTPException(404, f"no action {action!r}")
     return RedirectResponse("/organizer", status_code=303)
@@ -194,9 +196,9 @@ async def organizer_submission_action(submission_id: int, action: str, request: 
     org, form = await organizer_form(request, session)
     sub = visible(session, org, submission_id)
     if action == "rerun":
-        actions.rerun(service, session, sub)
+        submissions.rerun(service, session, sub)
     elif action == "hide":
-        actions.hide(session, sub, (form.get("reason") or ["hidden by the organizer"])[0][:500])
+        submissions.hide(session, sub, (form.get("reason") or ["hidden by the organizer"])[0][:500])
     else:
         raise HTTPException(404, f"no action {action!r}")
     return RedirectResponse("/organizer", status_code=303)

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sharedtask.service.models import SignIn, Team, Token, utcnow
-from sharedtask.service.tokens import digest
+from sharedtask.service.teams.tokens import digest
 
 COOKIE = "sharedtask_session"
 LIFETIME = dt.timedelta(days=14)

@@ -27,7 +27,7 @@ from sqlalchemy import select
 from service_helpers import (REPO, SAMPLE, TASK, RecordingExecutor, ThreadServer, build_tiny_image, call, free_port,
                              perfect_run, start_server, stop)
 from sharedtask.service import visibility
-from sharedtask.service.executor import RESUMED_NOTE
+from sharedtask.service.runs.claims import RESUMED_NOTE
 from sharedtask.service.models import Image, Submission, Team
 
 PRIMARY = "ndcg5_official"
@@ -101,7 +101,7 @@ def test_blind_view_has_exactly_the_allowed_fields_and_nothing_of_the_run():
 
 
 def test_submission_json_blind_is_the_allow_list_and_not_blind_is_everything():
-    from sharedtask.service.actions import submission_json
+    from sharedtask.service.submissions import submission_json
 
     secret = "hush" + secrets.token_hex(6)
     sub = crafted(secret)
@@ -111,23 +111,24 @@ def test_submission_json_blind_is_the_allow_list_and_not_blind_is_everything():
 
 
 def test_blind_report_page_shows_codes_and_their_meaning_but_nothing_of_the_run():
-    from sharedtask.service import pages
+    from sharedtask.service import entries
+    from sharedtask.service.web import pages
     from sharedtask.spec import load_task
 
     secret = "hush" + secrets.token_hex(6)
     sub = crafted(secret)
-    entry = pages.entry_of(sub, "team-a", seen_by=visibility.BLIND)
+    entry = entries.entry_of(sub, "team-a", seen_by=visibility.BLIND)
     assert entry.record == {} and entry.per_topic == {} and entry.status == "error"
     page = pages.report_page(load_task(TASK), [entry], "submission")
     assert leaks(page, secret, ("31337", "987654321", "555444333", "/srv", "/hidden")) == []
     assert 'data-code="RUN-DOC-ID"' in page and 'data-code="RUN-TIE"' in page
     assert "a document id that does not match" in page  # the catalogue's meaning: the team knows what to fix
-    organizer = pages.report_page(load_task(TASK), [pages.entry_of(sub, "team-a")], "submission")
+    organizer = pages.report_page(load_task(TASK), [entries.entry_of(sub, "team-a")], "submission")
     assert secret in organizer and "31337" in organizer  # the same page for the organizer has it all
 
 
 def test_team_page_rows_under_blind_use_the_allow_list():
-    from sharedtask.service import pages
+    from sharedtask.service.web import pages
 
     secret = "hush" + secrets.token_hex(6)
     page = pages.team_page(Team(id=1, name="team-a"), [(crafted(secret), "team-a")], {TASK: PRIMARY}, blind=True)
@@ -135,7 +136,7 @@ def test_team_page_rows_under_blind_use_the_allow_list():
 
 
 def test_public_record_names_no_server_folder():
-    from sharedtask.service.pages import redact
+    from sharedtask.service.entries import redact
 
     data, hidden = "/var/lib/sharedtask", "/srv/hidden/test/input"
     run = f"{data}/runs/4/attempt-1/{TASK}/bm25"
@@ -198,7 +199,7 @@ def team_routes(url: str, token: str | None, ids: list[int]) -> dict[str, Any]:
 def test_every_route_a_team_reaches_under_blind_shows_no_run_content(tmp_path):
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-    from sharedtask.service.tokens import create_team, organizer_token
+    from sharedtask.service.teams.tokens import create_team, organizer_token
 
     secret = "hush" + secrets.token_hex(6)
     engine = make_engine(sqlite_url(tmp_path / "s.db"))

@@ -1,4 +1,4 @@
-"""Routes of the site's pages beyond submissions (see :mod:`sharedtask.service.site`): a task's
+"""Routes of the site's pages beyond submissions (see :mod:`sharedtask.service.web.site_pages`): a task's
 page, a phase's leaderboard, the organizer's phase form and a team's selection of final runs.
 
 No ``from __future__ import annotations`` (FastAPI reads the annotations at run time).
@@ -10,20 +10,22 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from sharedtask.service import pages, phases, selection, site
-from sharedtask.service.access import Db, State, kept, member, naive_utc, settings_of, task_of, team_names, viewer
+from sharedtask.service import phases, selection
+from sharedtask.service.state import naive_utc, settings_of, task_of, team_names
 from sharedtask.service.models import utcnow
+from sharedtask.service.web import pages, site_pages
+from sharedtask.service.web.common import Db, PhaseIn, State, kept, member, phase_board, viewer
 
 router = APIRouter(include_in_schema=False)
 
 
 def _zone(request: Request, tz: str | None) -> Any:
-    return site.zone(tz if tz is not None else request.cookies.get(site.TZ_COOKIE))
+    return site_pages.zone(tz if tz is not None else request.cookies.get(site_pages.TZ_COOKIE))
 
 
 def _remember(response: HTMLResponse, tz: str | None) -> HTMLResponse:
-    if tz is not None and (tz == "UTC" or site.zone(tz) is not None):
-        response.set_cookie(site.TZ_COOKIE, tz, max_age=365 * 86400, samesite="strict", httponly=True)
+    if tz is not None and (tz == "UTC" or site_pages.zone(tz) is not None):
+        response.set_cookie(site_pages.TZ_COOKIE, tz, max_age=365 * 86400, samesite="strict", httponly=True)
     return response
 
 
@@ -32,7 +34,7 @@ def task_page(task_id: str, request: Request, session: Db, service: State, tz: s
     task = task_of(service, task_id)
     from sharedtask.service.stages import stages_of
 
-    text = site.task_page(task, settings_of(session, task_id), phases.phases_of(session, task_id), utcnow(),
+    text = site_pages.task_page(task, settings_of(session, task_id), phases.phases_of(session, task_id), utcnow(),
                           _zone(request, tz), stages_of(session, task_id))
     return _remember(HTMLResponse(text), tz)
 
@@ -40,17 +42,15 @@ def task_page(task_id: str, request: Request, session: Db, service: State, tz: s
 @router.get("/tasks/{task_id}/phases/{name}/leaderboard", response_class=HTMLResponse)
 def phase_board_page(task_id: str, name: str, request: Request, session: Db, service: State,
                      tz: str | None = None) -> HTMLResponse:
-    from sharedtask.service.phases_api import phase_board
-
     def build() -> bytes:
         task, phase, rows = phase_board(task_id, name, request, session, service)
         who = viewer(request, session)
-        return site.board_page(task, phase, rows, team_names(session), bool(who and who.organizer),
+        return site_pages.board_page(task, phase, rows, team_names(session), bool(who and who.organizer),
                                _zone(request, tz)).encode()
 
-    try:  # kept per viewer and time zone until the next commit or phase boundary (access.kept)
-        body = kept(service, request, ("phase-board-page", task_id, name, tz, request.cookies.get(site.TZ_COOKIE)),
-                    build)
+    try:  # kept per viewer and time zone until the next commit or phase boundary (common.kept)
+        key = ("phase-board-page", task_id, name, tz, request.cookies.get(site_pages.TZ_COOKIE))
+        body = kept(service, request, key, build)
     except HTTPException as exc:
         return HTMLResponse(pages.message_page("not public", str(exc.detail)), exc.status_code)
     return _remember(HTMLResponse(body), tz)
@@ -60,7 +60,6 @@ def phase_board_page(task_id: str, name: str, request: Request, session: Db, ser
 async def organizer_phase(task_id: str, request: Request, session: Db, service: State) -> Any:
     from pydantic import ValidationError
 
-    from sharedtask.service.phases_api import PhaseIn, manifest_of
 
     who = member(request, session)
     if not who.organizer:
@@ -80,7 +79,7 @@ async def organizer_phase(task_id: str, request: Request, session: Db, service: 
         raise HTTPException(422, f"invalid phase: {str(exc).splitlines()[0]}") from None
     values = body.model_dump()
     values["opens"], values["closes"] = naive_utc(body.opens), naive_utc(body.closes)
-    phases.put_phase(session, task, field("name") or "", values, manifest_of(service))
+    phases.put_phase(session, task, field("name") or "", values, phases.manifest_of(service))
     return RedirectResponse("/organizer", status_code=303)
 
 

@@ -4,7 +4,7 @@ scores kept from teams while a phase says so, and an old database upgraded in pl
 Every test runs on SQLite and on a real PostgreSQL (started by the tests on loopback). The
 server runs in a thread with a recording executor (nothing is run: what is checked here is
 admission and visibility); the races call the service's own admission
-(:func:`sharedtask.service.actions.admit`, what the upload route calls) from threads released
+(:func:`sharedtask.service.submissions.admit`, what the upload route calls) from threads released
 together at a barrier, against the real database.
 """
 
@@ -20,14 +20,11 @@ import pytest
 from fastapi import HTTPException
 from sqlalchemy import func, select, text
 
-from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
-                             postgres_server)
-from sharedtask.service import actions
-from sharedtask.service.access import ServiceState
-from sharedtask.service.app import ServiceConfig, create_app
+from service_helpers import TASK, call
+from sharedtask.service import submissions
+from sharedtask.service.state import ServiceState
 from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
 from sharedtask.service.models import Image, Submission, Team, utcnow
-from sharedtask.service.tokens import create_team, organizer_token
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "tasks" / "samples" / "touche-2021"
@@ -43,18 +40,9 @@ def manifest(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def service(tmp_path: Path, database: str, manifest: Path):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, token_a = create_team(session, "team-a")
-        _, token_b = create_team(session, "team-b")
-    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK], manifest=manifest)
-    app = create_app(factory, RecordingExecutor(), config)
-    with ThreadServer(app) as server:
-        yield server.url, factory, app.state.service, {"org": org, "a": token_a, "b": token_b}
+def service(database: str, manifest: Path, in_thread):
+    s = in_thread(database, "team-a", "team-b", max_upload=64 * 1024, manifest=manifest)
+    return s.url, s.factory, s.state, {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}
 
 
 def iso(delta: dt.timedelta) -> str:
@@ -91,7 +79,7 @@ def an_image(factory) -> int:
 def admit(state: ServiceState, who: Team, image_id: int, phase: str | None = None) -> int:
     """The service's admission (the upload route's last step): 201 or the refusal's status."""
     try:
-        actions.admit(state, who, TASK, image_id, "sha256:" + "b" * 64, None, None, phase)
+        submissions.admit(state, who, TASK, image_id, "sha256:" + "b" * 64, None, None, phase)
         return 201
     except HTTPException as exc:
         return exc.status_code

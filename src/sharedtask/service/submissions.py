@@ -1,4 +1,5 @@
-"""What the API and the pages both do: queue, re-run, hide, settings, publication, leaderboards.
+"""What the API and the pages both do: admission, the line of queued runs, re-run, hide, settings,
+publication, leaderboards.
 
 One function per action, so a page form and an API call cannot drift apart.
 """
@@ -13,12 +14,12 @@ from fastapi import HTTPException
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import pages, phases
-from sharedtask.service.access import ServiceState, naive_utc, settings_of, task_of, team_names
+from sharedtask.service import entries, phases
+from sharedtask.service.state import ServiceState, naive_utc, settings_of, task_of, team_names
 from sharedtask.service.db import is_sqlite
 from sharedtask.service.models import Image, Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.selection import BOARD_COLUMNS
-from sharedtask.service.tokens import TEAM_NAME
+from sharedtask.service.teams.tokens import TEAM_NAME
 
 TAG = TEAM_NAME
 
@@ -156,7 +157,7 @@ def admit(service: ServiceState, who: Team, task_id: str, image_id: int, image_n
                          input_run=stage.name if stage is not None else None)
         session.add(sub)
         session.commit()
-    service.executor.enqueue(sub.id)
+    service.runs.enqueue(sub.id)
     return sub
 
 
@@ -224,13 +225,13 @@ def blind_for(service: ServiceState, who: Team) -> bool:
 
 
 def rerun(service: ServiceState, session: Session, sub: Submission) -> dict[str, Any]:
-    if sub.status in pages.PENDING:
+    if sub.status in entries.PENDING:
         raise HTTPException(409, f"submission {sub.id} is {sub.status} already")
     sub.status, sub.scores, sub.per_topic, sub.valid, sub.run_status = "queued", None, None, None, None
     sub.job, sub.worker = None, None  # a new job for the workers, not the one they answered already
     sub.notes = [*(sub.notes or []), f"re-run by the organizer at {utcnow().replace(microsecond=0).isoformat()}"]
     session.commit()
-    service.executor.enqueue(sub.id)
+    service.runs.enqueue(sub.id)
     return submission_json(sub, team_names(session)[sub.team_id])
 
 
@@ -280,7 +281,7 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
                else visibility.PUBLIC)
     data_dir = Path(service.config.data_dir)
     roots = (str(data_dir), str(data_dir.resolve()))
-    return [pages.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots)
+    return [entries.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots)
             for s in subs if organizer_view or not s.hidden_reason]
 
 
@@ -296,8 +297,8 @@ def light_entry(row: Any, team: str, *, blind: bool) -> Any:
         status = visibility.coarse_status(row.run_status) or ("error" if row.status == "failed" else row.status)
         valid = row.valid if isinstance(row.valid, bool) else None
     else:
-        scores, status, valid = dict(row.scores or {}), pages.status_of(row), row.valid
-    return RunEntry(name=pages.run_name(team, row), image=row.image_name, command=row.command, status=status,
+        scores, status, valid = dict(row.scores or {}), entries.status_of(row), row.valid
+    return RunEntry(name=entries.run_name(team, row), image=row.image_name, command=row.command, status=status,
                     valid=valid, findings=[], scores=scores, per_topic={}, record={})
 
 
@@ -320,7 +321,17 @@ def board_rows(service: ServiceState, session: Session, task_id: str, *, organiz
     rows = session.execute(select(*BOARD_COLUMNS).where(Submission.task_id == task_id,
                                                          Submission.status.in_(("done", "failed")))
                            .order_by(Submission.id))
-    return [RunEntry(name=pages.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
-                     status=pages.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
+    return [RunEntry(name=entries.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
+                     status=entries.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
                      per_topic={}, record={}, first_stage=r.input_run)
             for r in rows if organizer_view or (not r.hidden_reason and r.phase_id is None)]
+
+
+def queue_line(session: Any) -> list[int]:
+    """Every queued submission's id, oldest first: the order the executor takes them."""
+    return list(session.scalars(select(Submission.id).where(Submission.status == "queued").order_by(Submission.id)))
+
+
+def ahead_of(session: Any) -> dict[int, int]:
+    """For each queued submission, how many queued ones are ahead of it (0: it runs next)."""
+    return {sid: place for place, sid in enumerate(queue_line(session))}

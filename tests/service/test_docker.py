@@ -313,7 +313,7 @@ def test_blind_mode_keeps_logs_and_finding_details_from_teams(tmp_path, images):
         code, sub = submit(server, team, image, "--wait")
         assert sub["status"] == "done" and sub["valid"] is False and code == 1
         assert "record" not in sub and "validation" not in sub and "SECRET" not in json.dumps(sub)
-        findings = sub["findings"]  # codes only (tests/test_service_blind.py: the whole allow-list)
+        findings = sub["findings"]  # codes only (tests/service/test_blind.py: the whole allow-list)
         assert findings and all(set(f) == {"code", "severity"} for f in findings)
         assert "RUN-DOC-ID" in {f["code"] for f in findings}  # the codes stay: the team knows what to fix
         status, page = call(f"{server.url}/submissions/{sub['id']}", token=team)

@@ -3,7 +3,7 @@
 A real uvicorn server on 127.0.0.1 answers real HTTP requests over a real SQLite file
 migrated by Alembic. Only the executor is replaced (:class:`RecordingExecutor`): these
 tests check what is *queued*, and running containers is the Docker tests' part
-(tests/test_service_docker.py).
+(tests/service/test_docker.py).
 """
 
 from __future__ import annotations
@@ -21,32 +21,22 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, inspect, select
 
-from service_helpers import (RecordingExecutor, TASK, ThreadServer, call, database,  # noqa: F401 - fixtures
-                             postgres_server)
-from sharedtask.service.app import ServiceConfig, create_app
+from service_helpers import RecordingExecutor, TASK, call
 from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.executor import RESUMED_NOTE, claim, resume
+from sharedtask.service.runs import resume
+from sharedtask.service.runs.claims import RESUMED_NOTE, claim
 from sharedtask.service.models import Image, Submission
-from sharedtask.service.tokens import create_team, organizer_token
+from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import UploadError, clean_archive
 
 HEAD = "0004"  # the newest migration (src/sharedtask/service/migrations/versions)
 
 
 @pytest.fixture
-def service(tmp_path: Path, database: str):
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org = organizer_token(session)
-        _, token_a = create_team(session, "team-a")
-        _, token_b = create_team(session, "team-b")
-    executor = RecordingExecutor()
-    config = ServiceConfig(data_dir=tmp_path, max_upload=64 * 1024, task_ids=[TASK])
-    app = create_app(factory, executor, config)
-    with ThreadServer(app) as server:
-        yield server.url, factory, executor, {"org": org, "a": token_a, "b": token_b}, tmp_path
+def service(tmp_path: Path, database: str, in_thread):
+    s = in_thread(database, "team-a", "team-b", max_upload=64 * 1024)
+    tokens = {"org": s.tokens["org"], "a": s.tokens["team-a"], "b": s.tokens["team-b"]}
+    return s.url, s.factory, s.runs, tokens, tmp_path
 
 
 def _add_submission(factory, team_name: str) -> int:
@@ -377,7 +367,7 @@ def test_port_in_use_is_one_line(tmp_path):
 
 def test_validation_is_stored_before_scoring_and_only_for_the_current_claim(database):
     from sharedtask.report.model import RunEntry
-    from sharedtask.service.executor import store_validation
+    from sharedtask.service.runs.claims import store_validation
 
     factory = _queued(database, 1)
     attempt = claim(factory, 1)
@@ -412,8 +402,8 @@ def test_organizer_page_forms_publish_and_set_dates(service):
 
 def test_redact_drops_logs_and_server_paths():
     """The team's own record (logs) and the public one (no logs, no server paths); blind mode shows no
-    record at all (tests/test_service_blind.py)."""
-    from sharedtask.service.pages import redact
+    record at all (tests/service/test_blind.py)."""
+    from sharedtask.service.entries import redact
 
     run = "/srv/st/runs/1/attempt-1/t/run1"
     record = {"status": "success", "logs": {"stdout": f"{run}/stdout.log"},

@@ -26,7 +26,7 @@ import pytest
 from distributed_helpers import (RedisServer, Worker, broker, redis_binary, wait_for,  # noqa: F401 - fixtures
                                  workers)
 from service_helpers import TASK, Served, call, containers_of, free_port, images, perfect_run, start_server, stop  # noqa: F401
-from sharedtask.service.executor import BROKER_RESUMED_NOTE
+from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
