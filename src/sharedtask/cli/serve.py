@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-    from sharedtask.service.teams.tokens import create_team, organizer_token
+    from sharedtask.service.teams.tokens import check_team_name, create_team, organizer_token
     from sharedtask.spec import load_task
     from sharedtask.units import parse_size
 
@@ -80,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
     for task_id in args.tasks or ():
         load_task(task_id)  # an unknown id is one line, before anything is written
     if args.new_team is not None:
-        from sharedtask.service.tokens import check_team_name
-
         check_team_name(args.new_team)  # before a data folder or database is made
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
