@@ -457,3 +457,19 @@ def test_a_team_sees_its_places_in_the_line_and_only_counts_of_the_others(servic
     assert theirs == [{"id": ids[2], "position": 2}]
     assert len(call(f"{url}/api/queue", token=tokens["org"])[1]["positions"]) == 3
     assert call(f"{url}/api/queue")[0] == 401
+
+
+def test_a_closed_phase_offers_no_select_buttons_on_the_team_page(service):
+    """Field test (issue 40): after the close the page still showed select/unselect, which the API
+    answers with 403. The selection stands and is said to be final."""
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", opens=iso(-2 * DAY), closes=iso(DAY), max_selected=1)
+    chosen, other = scored_runs(factory, state, team(factory, "team-a"), an_image(factory), [0.4, 0.3])
+    assert mark(url, tokens["a"], chosen)[0] == 200
+    status, mine = call(f"{url}/team", token=tokens["a"])
+    assert f'action="/submissions/{chosen}/unselect"' in mine and f'action="/submissions/{other}/select"' in mine
+    assert put_phase(url, tokens["org"], "test", opens=iso(-2 * DAY), closes=iso(-DAY), max_selected=1)[0] == 200
+    status, mine = call(f"{url}/team", token=tokens["a"])
+    assert status == 200 and "/select" not in mine and "/unselect" not in mine
+    assert "selected (final)" in mine
+    assert mark(url, tokens["a"], other)[0] == 403  # what a button would have got

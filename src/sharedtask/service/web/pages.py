@@ -13,9 +13,9 @@ from typing import Any, Iterable
 
 from sharedtask.report.html import e, fmt_score, render_html, stylesheet
 from sharedtask.report.model import RunEntry, TaskSection
-from sharedtask.service import visibility
+from sharedtask.service import phases, visibility
 from sharedtask.service.entries import PENDING, tag_label
-from sharedtask.service.models import Submission, TaskSettings, Team
+from sharedtask.service.models import Submission, TaskSettings, Team, utcnow
 
 REFRESH_SECONDS = 3
 
@@ -143,6 +143,8 @@ def _final(sub: Submission) -> str:
     phase = sub.phase
     if phase is None or phase.max_selected is None:
         return "—"
+    if phases.state(phase, utcnow()) == "closed":  # the API answers 403 then: no button that cannot work
+        return "selected (final)" if sub.selected else "—"
     if sub.selected:
         return (f'selected <form method="post" action="/submissions/{sub.id}/unselect">'
                 f'<button aria-label="unselect run {sub.id}">unselect</button></form>')
