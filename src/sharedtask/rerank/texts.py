@@ -47,22 +47,42 @@ def _check_family(task: Task) -> None:
                               hint="re-ranking inputs exist for Touché Task 1, ARQMath Task 1 and mathlib4-search")
 
 
+class Topic(NamedTuple):
+    """A topic as a re-ranker receives it: the query text, and the topic's own fields
+    (TIREx's ``original_query``: ``query_id`` and the fields of the task's topics file)."""
+
+    text: str
+    original: dict[str, str]
+
+
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
     """Topic id → the query text a re-ranker reads."""
+    return {qid: topic.text for qid, topic in topics(task, dataset).items()}
+
+
+def topics(task: Task, dataset: Path) -> dict[str, Topic]:
+    """Topic id → its query text and original fields, in the order of the topics file."""
     _check_family(task)
-    topics = _files(task, dataset, "topics")[0]
+    path = _files(task, dataset, "topics")[0]
     if task.family == "touche":
         from sharedtask.formats.touche import read_touche_topics
 
-        return {t.number: t.title for t in read_touche_topics(topics)}
+        return {t.number: Topic(t.title, {"query_id": t.number, "title": t.title, "description": t.description or "",
+                                          "narrative": t.narrative or ""})
+                for t in read_touche_topics(path)}
     if task.family == "arqmath-task1":
         from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
 
-        return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
-                for t in read_arqmath_topics(topics)}
+        out: dict[str, Topic] = {}
+        for t in read_arqmath_topics(path):
+            title, question = html_to_text(t.title), html_to_text(t.question)
+            out[t.number] = Topic(" ".join(x for x in (title, question) if x),
+                                  {"query_id": t.number, "title": title, "question": question,
+                                   "tags": ",".join(t.tags)})
+        return out
     from sharedtask.formats.jsonl import read_queries
 
-    return {q.number: q.query for q in read_queries(topics)}
+    return {q.number: Topic(q.query, {"query_id": q.number, "text": q.query}) for q in read_queries(path)}
 
 
 class Document(NamedTuple):

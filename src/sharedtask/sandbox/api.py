@@ -200,13 +200,16 @@ def run(
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
-    stage = None
+    stage, mounted = None, None
     if run_path is not None and task.rerank is not None:
         from sharedtask.rerank import stage_for
 
         stage = stage_for(task, input_path, run_path, rec_dir / "input-run")
         if stage is not None:
             run_path = stage.path.parent
+            from sharedtask.rerank.dataset import make_rerank_dataset
+
+            mounted = make_rerank_dataset(stage.path, rec_dir / "rerank-dataset")  # not the corpus: TIREx's layout
 
     request = RunRequest(
         image=image,
@@ -218,6 +221,7 @@ def run(
         input_run=run_path,
         dataset_id=dataset_id or dataset_id_of(input_path),
         labels={"sharedtask.task": task.id},
+        dataset_mount=mounted,
     )
     prefetch = _prefetch_validator() if validate else None
     try:
@@ -244,6 +248,6 @@ def run(
     metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
                                  docker_version=_docker_version(), dataset_files=dataset_files)
     if stage is not None:
-        record["rerank"] = stage.to_json()
+        record["rerank"] = {**stage.to_json(), "dataset": str(mounted)}
     record_path = write_record(rec_dir, record, metadata)
     return SandboxRun(request, result, validation, record, record_path)
