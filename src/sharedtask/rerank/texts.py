@@ -73,13 +73,12 @@ def topics(task: Task, dataset: Path) -> dict[str, Topic]:
     if task.family == "arqmath-task1":
         from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
 
-        out: dict[str, Topic] = {}
-        for t in read_arqmath_topics(path):
-            title, question = html_to_text(t.title), html_to_text(t.question)
-            out[t.number] = Topic(" ".join(x for x in (title, question) if x),
-                                  {"query_id": t.number, "title": title, "question": question,
-                                   "tags": ",".join(t.tags)})
-        return out
+        # the original fields as the topics file has them (HTML with formula spans), so that a
+        # re-ranker can read the topic as its own full-rank run does
+        return {t.number: Topic(" ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x),
+                                {"query_id": t.number, "title": t.title, "question": t.question,
+                                 "tags": ",".join(t.tags)})
+                for t in read_arqmath_topics(path)}
     from sharedtask.formats.jsonl import read_queries
 
     return {q.number: Topic(q.query, {"query_id": q.number, "text": q.query}) for q in read_queries(path)}
