@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import IO
 from xml.etree import ElementTree
 
+from sharedtask.errors import FormatError
+from sharedtask.formats._io import PathLike
+from sharedtask.formats.jsonl import Query, json_objects, text_field
+
 QUERIES_JSONL = "queries.jsonl"
 QUERIES_XML = "queries.xml"
 DOCUMENTS_JSONL = "documents.jsonl.gz"
@@ -57,13 +61,19 @@ def atomic(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
         raise
 
 
-def write_queries(folder: Path, queries: Iterable[tuple[str, str, Mapping[str, str]]]) -> int:
-    """``queries.jsonl`` and ``queries.xml`` in ``folder`` from (qid, query, original fields); the count."""
+def write_queries(folder: Path, queries: Iterable[tuple[str, str, Mapping[str, str]]], *,
+                  with_id: bool = False) -> int:
+    """``queries.jsonl`` and ``queries.xml`` in ``folder`` from (qid, query, original fields); the count.
+
+    ``with_id``: each line also carries ``id`` (first), so that one ``queries.jsonl`` is both a
+    task's native ``queries-jsonl`` topics file (mathlib4-search) and TIRA's.
+    """
     root = ElementTree.Element("topics")
     count = 0
     with atomic(folder / QUERIES_JSONL) as out:
         for qid, query, original in queries:
-            out.write(json_line({"qid": qid, "query": query, "original_query": dict(original)}))
+            line = {"id": qid} if with_id else {}
+            out.write(json_line({**line, "qid": qid, "query": query, "original_query": dict(original)}))
             topic = ElementTree.SubElement(root, "topic", number=qid)
             ElementTree.SubElement(topic, "query").text = query
             fields = ElementTree.SubElement(topic, "original_query")
@@ -84,3 +94,53 @@ def write_documents(folder: Path, documents: Iterable[tuple[str, str, Mapping[st
             out.write(json_line({"docno": docno, "text": text, "original_document": {"doc_id": docno, **original}}))
             count += 1
     return count
+
+
+# ------------------------------------------------------------------ readers (check-input)
+
+
+def _unique(path: PathLike, obj: dict, key: str, lineno: int, seen: set[str], what: str) -> str:
+    ident = text_field(path, obj, key, lineno)
+    if ident in seen:
+        raise FormatError(path, f"{what} {key} {ident!r} appears twice", line=lineno, hint=f"give every {what} its own {key}")
+    seen.add(ident)
+    return ident
+
+
+def read_tira_documents(path: PathLike) -> Iterator[tuple[str, str]]:
+    """(docno, text) of a ``documents.jsonl[.gz]``, streamed; docno unique, text present."""
+    seen: set[str] = set()
+    for lineno, obj in json_objects(path, '{"docno": ..., "text": ...}'):
+        docno = _unique(path, obj, "docno", lineno, seen, "document")
+        yield docno, text_field(path, obj, "text", lineno, may_be_empty=True)
+
+
+def read_tira_queries(path: PathLike) -> list[Query]:
+    """The topics of a TIRA ``queries.jsonl`` (``qid``, ``query``), in file order."""
+    seen: set[str] = set()
+    return [Query(_unique(path, obj, "qid", lineno, seen, "query"), text_field(path, obj, "query", lineno))
+            for lineno, obj in json_objects(path, '{"qid": ..., "query": ...}')]
+
+
+def read_tira_queries_xml(path: PathLike) -> list[Query]:
+    """The topics of a TIRA ``queries.xml`` (``<topic number="…"><query>…</query>``), in file order."""
+    try:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError as exc:
+        line, column = exc.position
+        raise FormatError(path, f"not well-formed XML ({exc.msg if hasattr(exc, 'msg') else exc})", line=line,
+                          column=column + 1) from None
+    if root.tag != "topics":
+        raise FormatError(path, f"the root element is <{root.tag}>, expected <topics>", line=1)
+    out: list[Query] = []
+    seen: set[str] = set()
+    for topic in root:
+        number, query = topic.get("number"), topic.findtext("query")
+        if topic.tag != "topic" or not number or query is None:
+            raise FormatError(path, f"expected <topic number=\"…\"><query>…</query></topic>, found <{topic.tag}>",
+                              hint="TIRA's queries.xml: one <topic number> with a <query> per topic")
+        if number in seen:
+            raise FormatError(path, f"topic number {number!r} appears twice")
+        seen.add(number)
+        out.append(Query(number, query.strip()))
+    return out

@@ -17,7 +17,7 @@ wanted documents are kept, so memory is bounded by the candidates, not the corpu
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -96,32 +96,38 @@ def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[s
     are left out)."""
     _check_family(task)
     want = set(wanted)
-    if task.family == "touche":
-        return _touche(task, dataset, want)
     if task.family == "arqmath-task1":
         return _arqmath(task, dataset, want)
+    out: dict[str, Document] = {}
+    for doc_id, doc in iter_documents(task, dataset):
+        if doc_id in want and doc_id not in out:
+            out[doc_id] = doc
+    return out
+
+
+def iter_documents(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
+    """Every document of the corpus with its text, streamed in corpus order (Touché, mathlib4;
+    ARQMath's answers need their questions' titles, which :func:`document_texts` pairs for the
+    wanted ones only)."""
+    _check_family(task)
+    if task.family == "touche":
+        from sharedtask.formats.argsme import read_argsme
+
+        for path in _files(task, dataset, "corpus"):
+            for arg in read_argsme(path):
+                premises = [p.text for p in arg.premises]
+                yield arg.id, Document(" ".join([arg.conclusion, *premises]),
+                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
+        return
+    if task.family == "arqmath-task1":
+        raise SharedTaskError(f"task {task.id}: the whole corpus as documents is not written for ARQMath",
+                              hint="the ir_datasets layout exists for Touché and mathlib4-search")
     from sharedtask.formats.jsonl import read_statements
 
-    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for s in read_statements(path):
-            if s.id in want:
-                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
-                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
-    return out
-
-
-def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
-    from sharedtask.formats.argsme import read_argsme
-
-    out: dict[str, Document] = {}
-    for path in _files(task, dataset, "corpus"):
-        for arg in read_argsme(path):
-            if arg.id in want and arg.id not in out:
-                premises = [p.text for p in arg.premises]
-                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
-                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
-    return out
+            yield s.id, Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
+                                 {"name": s.name, "informal": s.informal, "formal": s.formal})
 
 
 def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
