@@ -159,3 +159,63 @@ def test_the_service_runs_a_tirex_reranker(tira_image, tmp_path) -> None:
         assert Path(next(h for h, m in mounts.items() if m["bind"] == "/tira-data/input")).name == "rerank-dataset"
     finally:
         stop(served)
+
+
+# ------------------------------------------------------------------ a full-ranker on tira's ir_datasets
+
+FULLRANK = "python /app/fullrank.py"
+
+
+def _expected_full_tops(sample_input: Path) -> dict[str, str]:
+    """Each query's best document under the fixture's scoring, from the layout's files read here."""
+    with gzip.open(sample_input / "documents.jsonl.gz", "rt", encoding="utf-8") as handle:
+        docs = [(d["docno"], _words(d["text"])) for d in map(json.loads, handle)]
+    out = {}
+    for q in map(json.loads, (sample_input / "queries.jsonl").read_text().splitlines()):
+        words = _words(q["query"])
+        out[q["qid"]] = max((len(words & w), doc) for doc, w in docs)[1]
+    return out
+
+
+@pytest.mark.parametrize("task", [TASK, "mathlib4-search"])
+def test_a_tira_client_full_ranker_runs_unchanged(tira_image, tmp_path, task) -> None:
+    from sharedtask.spec import load_task
+
+    out = tmp_path / "run" / "output"
+    assert main(["run", "--task", task, "--image", tira_image, "--command", FULLRANK, "--output", str(out)]) == 0
+    record = json.loads((tmp_path / "run" / "run-record.json").read_text())
+    assert record["validation"]["status"] == "valid", record["validation"]
+    assert _tops(out / "run.txt") == _expected_full_tops(load_task(task).sample_dir / "input")
+    assert 'Load ir_dataset from "/tira-data/input"' in (tmp_path / "run" / "stdout.log").read_text()
+
+
+def test_demo_submissions_and_the_service_run_a_tira_client_full_ranker(tira_image, tmp_path) -> None:
+    from service_helpers import call, free_port, start_server, stop
+
+    submissions = tmp_path / "submissions.yml"
+    submissions.write_text(yaml.safe_dump({"version": 1, "submissions": {"tira-irds": {
+        "image": tira_image, "command": FULLRANK, "tasks": [TASK]}}}))
+    out = tmp_path / "out"
+    assert main(["demo", "--task", TASK, "--no-baselines", "--submissions", str(submissions), "--out", str(out)]) == 0
+    board = json.loads((out / TASK / "leaderboard.json").read_text())
+    row = {r["run"]: r for r in board["runs"]}["tira-irds"]
+    assert "input_run" not in row
+    assert any(isinstance(v, float) and 0 < v <= 1 for v in row.get("scores", row).values()), row
+
+    data_dir = tmp_path / "service"
+    data_dir.mkdir()
+    served = start_server(data_dir, f"sqlite:///{data_dir / 'service.db'}", free_port())
+    try:
+        team = served.token("team-a")
+        done = served.cli("submit", "--server", served.url, "--token", team, "--task", TASK, "--image", tira_image,
+                          "--command", FULLRANK, "--tag", "irds", "--json")
+        sid = json.loads(done.stdout)["id"]
+        org = served.token()
+        end = time.monotonic() + 600  # a hang bound, not a speed test
+        while (sub := call(f"{served.url}/api/submissions/{sid}", token=org)[1])["status"] not in ("done", "failed"):
+            assert time.monotonic() < end, sub
+            time.sleep(0.5)
+        assert sub["valid"] is True, sub
+        assert 0 < sub["scores"]["ndcg5_official"] <= 1
+    finally:
+        stop(served)
