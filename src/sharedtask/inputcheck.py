@@ -140,7 +140,10 @@ def _layout_findings(checks: list[FileCheck], topics: list[str], layout_topics: 
                     "the task's topics in another order")
             out.append(finding("INPUT-FORMAT", f"{path.name} (TIRA's layout) holds {what}", path=str(path),
                                hint="write the layout again from the native files (sharedtask data ir-layout)"))
-    corpus = sum(c.records for c in checks if c.entry.role == "corpus" and c.status == "ok")
+    corpora = [c for c in checks if c.entry.role == "corpus" and c.files]
+    if any(c.status != "ok" for c in corpora):  # already reported: its count means nothing
+        return out
+    corpus = sum(c.records for c in corpora)
     for c in checks:
         if c.entry.role == "ir-layout" and c.entry.format == "tira-documents-jsonl" and c.status == "ok" \
                 and c.records != corpus:
