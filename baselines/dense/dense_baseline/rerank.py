@@ -64,7 +64,7 @@ def queries(path: Path, task: str) -> list[tuple[str, str]]:
             original = obj.get("original_query") or {}
             if task == "arqmath-task1" and "question" in original:
                 topic = ArqmathTopic(qid, str(original["title"]), str(original["question"]),
-                                     tuple(t for t in str(original.get("tags", "")).split(",") if t))
+                                     tuple(t for t in str(original.get("tags", "")).split(",") if t), None, None)
                 out[qid] = topic_query(topic)
             else:
                 out[qid] = clean_query(str(obj["query"]))
