@@ -127,6 +127,10 @@ def test_a_rerankers_record_finds_its_first_stage_by_itself_while_it_is_unchange
     assert json.loads(capsys.readouterr().out)["verdict"] == "identical"
     rerun = json.loads((again.parent / "run-record.json").read_text())
     assert rerun["dataset"]["input_run"] == str(stage) and rerun["rerank"]["sha256"] == digest
+    # the re-run's $inputDataset is the re-rank dataset made again beside its record, not the corpus
+    mounted = {m["bind"]: host for host, m in rerun["container"]["mounts"].items()}
+    assert mounted["/tira-data/input"] == rerun["rerank"]["dataset"] == str((again.parent / "rerank-dataset").resolve())
+    assert rerun["dataset"]["input_dir"] == record["dataset"]["input_dir"]  # the dataset the run is of
 
     def refused(target: str) -> str:
         assert main(["reproduce", str(first.record_path), "--output", str(tmp_path / target / "output")]) == 2
