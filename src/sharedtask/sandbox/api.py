@@ -147,6 +147,7 @@ def run(
     dataset_id: str | None = None,
     validate: bool = True,
     observer: RunObserver | None = None,
+    rerank_dataset: bool = True,
 ) -> SandboxRun:
     """Run ``image`` on a task's dataset in the sandbox and write the run record.
 
@@ -160,7 +161,9 @@ def run(
     (output then usually belongs to root). ``cpu`` names a CPU profile
     (:mod:`sharedtask.sandbox.cpu`: ``native``, ``haswell``, ``nehalem``; default
     ``$SHAREDTASK_CPU_PROFILE`` or ``native``) that hides newer vector units from numpy,
-    OpenBLAS and the JVM in the container. Without ``input_dir`` the task's
+    OpenBLAS and the JVM in the container. A re-ranker's ``$inputDataset`` is the re-rank
+    dataset made from its stage (``rerank_dataset=False``: the task's dataset, as runs
+    recorded before it saw). Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
     ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
     ``record_dir`` (default: the parent of the output directory).
@@ -207,6 +210,7 @@ def run(
         stage = stage_for(task, input_path, run_path, rec_dir / "input-run")
         if stage is not None:
             run_path = stage.path.parent
+        if stage is not None and rerank_dataset:
             from sharedtask.rerank.dataset import make_rerank_dataset
 
             mounted = make_rerank_dataset(stage.path, rec_dir / "rerank-dataset")  # not the corpus: TIREx's layout
@@ -248,6 +252,6 @@ def run(
     metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
                                  docker_version=_docker_version(), dataset_files=dataset_files)
     if stage is not None:
-        record["rerank"] = {**stage.to_json(), "dataset": str(mounted)}
+        record["rerank"] = {**stage.to_json(), **({"dataset": str(mounted)} if mounted else {})}
     record_path = write_record(rec_dir, record, metadata)
     return SandboxRun(request, result, validation, record, record_path)
