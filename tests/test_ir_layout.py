@@ -16,7 +16,7 @@ import pytest
 from sharedtask.cli import main
 from sharedtask.data.irlayout import write_ir_layout
 from sharedtask.errors import SharedTaskError
-from sharedtask.inputcheck import check_input
+from sharedtask.data.inputcheck import check_input
 from sharedtask.spec import load_task
 
 LAYOUT = ("documents.jsonl.gz", "queries.jsonl", "queries.xml")
