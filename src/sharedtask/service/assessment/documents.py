@@ -1,0 +1,147 @@
+"""What an assessor reads: each topic as its readers see it and each pooled item, as safe HTML.
+
+Made once when a campaign opens (``documents.json`` in the campaign's folder), for the pooled
+items only: a page then reads a small file kept in memory instead of scanning a corpus of
+gigabytes per request.
+
+Safety: a document's HTML (ARQMath posts are Math Stack Exchange HTML) is cleaned by Ammonia
+(``nh3``): only formatting tags and plain ``http(s)``/``mailto`` links survive; scripts, event
+handlers, ``javascript:`` URLs, styles and frames are removed. Formulae become MathML from their
+LaTeX (``latex2mathml``, which builds the tree with ElementTree, so a formula's text is escaped);
+browsers render MathML natively, no script and no CDN. Everything else is text, escaped. The
+pages add a Content-Security-Policy that runs only the service's own script, a second wall.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+#: tags a post may keep (formatting only); attributes: links' href and title, images' alt
+TAGS = {"p", "br", "hr", "a", "b", "strong", "i", "em", "u", "s", "sub", "sup", "code", "pre", "blockquote",
+        "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
+        "span", "div", "dl", "dt", "dd", "kbd"}
+ATTRIBUTES = {"a": {"href", "title"}, "th": {"scope"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+_PLACEHOLDER = re.compile(r"\u27e6F(\d+)\u27e7")
+
+
+def mathml(latex: str, *, display: bool = False) -> str:
+    """A formula as MathML; LaTeX that latex2mathml cannot read is shown as escaped code."""
+    import latex2mathml.converter
+
+    try:
+        return latex2mathml.converter.convert(latex, display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - a post's LaTeX is often broken; it is shown as text then
+        return f'<code class="latex">{html.escape(latex)}</code>'
+
+
+def safe_html(body: str) -> str:
+    """A post's HTML with its formulae as MathML and nothing that could run (module docstring)."""
+    import nh3
+
+    from sharedtask.formats.html import replace_formula_spans
+
+    formulas: list[str] = []
+
+    def hold(_formula_id: str | None, latex: str) -> str:
+        formulas.append(latex)
+        return f"\u27e6F{len(formulas) - 1}\u27e7"
+
+    cleaned = nh3.clean(replace_formula_spans(body, hold), tags=TAGS, attributes=ATTRIBUTES,
+                        url_schemes=URL_SCHEMES, link_rel="noopener noreferrer nofollow")
+    return _PLACEHOLDER.sub(lambda m: mathml(formulas[int(m.group(1))]), cleaned)
+
+
+def text_html(text: str) -> str:
+    """Plain text (an argument, a Touché topic) as escaped paragraphs."""
+    return "".join(f"<p>{html.escape(part)}</p>" for part in re.split(r"\n\s*\n", text.strip()) if part.strip())
+
+
+# ----------------------------------------------------------------------------- topics
+
+
+def topics_html(task: Any, input_dir: Path) -> dict[str, str]:
+    """Each topic as its readers see it: ARQMath the question with its formulae (Task 2: and the
+    query formula marked), Touché title, description and narrative."""
+    from sharedtask.spec import load_task  # noqa: F401 - the task is loaded already
+
+    family = task.family
+    if family.startswith("arqmath"):
+        from sharedtask.formats.arqmath import read_arqmath_topics
+
+        out: dict[str, str] = {}
+        for t in read_arqmath_topics(input_dir / "topics.xml"):
+            parts = [f'<h2 class="topic-title">{safe_html(t.title)}</h2>', f'<div class="question">{safe_html(t.question)}</div>']
+            if t.latex:
+                parts.insert(1, f'<p class="query-formula">Query formula: {mathml(t.latex, display=True)}</p>')
+            if t.tags:
+                parts.append(f'<p class="tags">tags: {html.escape(", ".join(t.tags))}</p>')
+            out[t.number] = "".join(parts)
+        return out
+    if family == "touche":
+        from sharedtask.formats.touche import read_touche_topics
+
+        return {t.number: (f'<h2 class="topic-title">{html.escape(t.title)}</h2>'
+                           + (f'<h3>Description</h3>{text_html(t.description)}' if t.description else "")
+                           + (f'<h3>Narrative</h3>{text_html(t.narrative)}' if t.narrative else ""))
+                for t in read_touche_topics(input_dir / "topics.xml")}
+    raise NotImplementedError(f"assessment pages for {family} tasks")
+
+
+# ----------------------------------------------------------------------------- items
+
+
+def items_html(task: Any, input_dir: Path, wanted: Iterable[str]) -> dict[str, str]:
+    """The pooled items (and only those), one scan of the corpus: ARQMath Task 1 answer posts,
+    Task 2 formulae (by formula id or visual id) with the post they appear in, Touché arguments."""
+    wanted = set(wanted)
+    family = task.family
+    if family in ("arqmath-task1", "arqmath-task3"):
+        from sharedtask.formats.arqmath import Answer, read_posts
+
+        return {p.id: safe_html(p.body) for p in read_posts(input_dir / "Posts.xml")
+                if isinstance(p, Answer) and p.id in wanted}
+    if family == "arqmath-task2":
+        return _formulae(input_dir, wanted)
+    if family == "touche":
+        from sharedtask.formats.argsme import read_argsme_dir
+
+        out: dict[str, str] = {}
+        for arg in read_argsme_dir(input_dir):
+            if arg.id in wanted:
+                premises = "".join(f'<p class="premise">{html.escape(p.stance or "")}{" " if p.stance else ""}'
+                                   f'{html.escape(p.text)}</p>' for p in arg.premises)
+                out[arg.id] = (f'<p class="conclusion"><strong>{html.escape(arg.conclusion)}</strong></p>{premises}'
+                               + (f'<p class="source">{html.escape(arg.discussion_title)}</p>'
+                                  if arg.discussion_title else ""))
+        return out
+    raise NotImplementedError(f"assessment pages for {family} tasks")
+
+
+def _formulae(input_dir: Path, wanted: set[str]) -> dict[str, str]:
+    """Task 2 items: a formula (id or visual id) rendered, and the post it was found in."""
+    from sharedtask.formats.arqmath import read_posts
+    from sharedtask.formats.formulas import read_formula_index
+
+    found: dict[str, tuple[str, str]] = {}  # item -> (latex, post id)
+    for rec in read_formula_index(input_dir / "formulas"):
+        for key in (rec.id, rec.visual_id):
+            if key in wanted and key not in found:
+                found[key] = (rec.formula, rec.post_id)
+    posts = {post_id for _, post_id in found.values()}
+    bodies = {p.id: safe_html(p.body) for p in read_posts(input_dir / "Posts.xml") if p.id in posts}
+    return {item: (f'<p class="formula">{mathml(latex, display=True)}</p>'
+                   + (f'<details><summary>the post it appears in</summary>{bodies[post]}</details>'
+                      if post in bodies else ""))
+            for item, (latex, post) in found.items()}
+
+
+def write_documents(path: Path, topics: dict[str, str], items: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"topics": topics, "items": items}), encoding="utf-8")
+    tmp.replace(path)
