@@ -167,6 +167,28 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True)
+class PoolingSpec:
+    """How a new edition's truth is made (the spec's ``pooling:`` block, docs/assessment.md).
+
+    ``depths`` per run kind (primary, alternate) count pooled items, i.e. visual ids when
+    ``unit`` is ``visual-id`` (ARQMath Task 2); ``relevant_from`` binarizes grades for
+    agreement; ``resolve`` merges several assessors' grades of one item into the qrels.
+    """
+
+    pooled: bool
+    unit: str = "document"
+    depths: dict[str, int] = field(default_factory=dict)
+    judged: tuple[str, ...] = ("relevance",)
+    relevant_from: int = 1
+    resolve: str = "max"
+    adjudicator: str | None = None
+    instances_per_item: int | None = None
+    shared_with: str | None = None
+    source: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     title: str
@@ -186,6 +208,7 @@ class Task:
     source_path: Path
     raw: dict[str, Any] = field(repr=False, compare=False)
     rerank: RerankContract | None = None
+    pooling: PoolingSpec | None = None
 
     @property
     def primary_measure(self) -> MeasureSpec:
@@ -445,7 +468,23 @@ def load_task_file(path: Path) -> Task:
         source_path=path,
         raw=doc,
         rerank=_rerank(doc.get("rerank")),
+        pooling=_pooling(path, doc.get("pooling")),
     )
+
+
+def _pooling(path: Path, entry: dict[str, Any] | None) -> PoolingSpec | None:
+    if entry is None:
+        return None
+    if entry.get("resolve") == "adjudicator" and not entry.get("adjudicator"):
+        raise SpecError(f"{path}: pooling.adjudicator: resolve is adjudicator but no adjudicator is named")
+    if entry.get("instances_per_item") is not None and entry.get("unit") != "visual-id":
+        raise SpecError(f"{path}: pooling.instances_per_item: only unit visual-id keeps formula instances")
+    return PoolingSpec(pooled=entry["pooled"], unit=entry.get("unit", "document"),
+                       depths=dict(entry.get("depths", {})), judged=tuple(entry.get("judged", ("relevance",))),
+                       relevant_from=entry.get("relevant_from", 1), resolve=entry.get("resolve", "max"),
+                       adjudicator=entry.get("adjudicator"), instances_per_item=entry.get("instances_per_item"),
+                       shared_with=entry.get("shared_with"), source=" ".join(entry.get("source", "").split()),
+                       reason=" ".join(entry.get("reason", "").split()))
 
 
 def _rerank(entry: dict[str, Any] | None) -> RerankContract | None:
