@@ -22,6 +22,7 @@ from sharedtask.service.db import writer_sessions
 from sharedtask.service.executor import Executor, resume
 from sharedtask.service.limits import BodyLimit
 from sharedtask.service.uploads import UploadError
+from sharedtask.service.web import assessment as assessment_web
 
 __all__ = ["COOKIE", "ServiceConfig", "create_app"]
 
@@ -77,6 +78,7 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
     app.include_router(phases_api.router)
     app.include_router(stages_api.router)
     app.include_router(members_api.router)
+    app.include_router(assessment_web.router)  # assessors, run kinds, pools, campaigns (issue 37)
     app.include_router(site_views.router)  # before views: /organizer/tasks/{id}/phases is not an {action}
     app.include_router(views.router)
     return app

@@ -241,3 +241,23 @@ def _close(service: Any, task: Any, campaign_id: int, truth: Any) -> dict[str, A
         judged = judgments(session, campaign_id)
         pool_path = session.get(PoolRow, c.pool_id).path
     return truth.register(service, task, campaign_id, judged, Path(pool_path))
+
+
+def agreement_of(session: Session, task: Any, campaign_id: int) -> dict[str, Any] | None:
+    """Agreement (:func:`sharedtask.edition.agreement.agreement`) on the items judged twice, by the
+    task's binarization (``pooling.relevant_from``); None until two assessors judged one item."""
+    from sharedtask.edition.agreement import agreement
+
+    names = dict(session.execute(select(Assessor.id, Assessor.name)).tuples().all())
+    grades: dict[str, dict[tuple[str, str], int]] = {}
+    for r in session.execute(select(Judgment.topic, Judgment.item, Judgment.assessor_id, Judgment.grade)
+                             .where(Judgment.campaign_id == campaign_id, Judgment.double.is_(True),
+                                    Judgment.grade.is_not(None))):
+        grades.setdefault(names[r.assessor_id], {})[(r.topic, r.item)] = r.grade
+    if len(grades) < 2:
+        return None
+    from sharedtask.service.assessment.scale import scales_of
+
+    threshold = task.pooling.relevant_from if task.pooling is not None else task.truth.relevant_threshold
+    found = agreement(grades, threshold, labels=[g.grade for g in scales_of(task).relevance]).as_json()
+    return found if found["judged_by_both"] else None

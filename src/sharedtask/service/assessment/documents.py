@@ -20,17 +20,38 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-#: tags a post may keep (formatting only); attributes: links' href and title, images' alt
+#: tags a post may keep (formatting only); attributes: links' href and title
 TAGS = {"p", "br", "hr", "a", "b", "strong", "i", "em", "u", "s", "sub", "sup", "code", "pre", "blockquote",
         "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
-        "span", "div", "dl", "dt", "dd", "kbd"}
-ATTRIBUTES = {"a": {"href", "title"}, "th": {"scope"}}
+        "span", "div", "dl", "dt", "dd", "kbd", "details", "summary"}
+#: the MathML latex2mathml writes (Presentation MathML), and the attributes that shape it
+MATH_TAGS = {"math", "mrow", "mi", "mo", "mn", "ms", "msup", "msub", "msubsup", "mfrac", "msqrt", "mroot", "mtext",
+             "mspace", "mtable", "mtr", "mtd", "mover", "munder", "munderover", "mstyle", "menclose", "mpadded",
+             "mphantom", "merror"}
+ATTRIBUTES = {"a": {"href", "title"}, "th": {"scope"}, "p": {"class"}, "code": {"class"},
+              "math": {"display"}, "mi": {"mathvariant"}, "mn": {"mathvariant"}, "mtext": {"mathvariant"},
+              "mo": {"stretchy", "fence", "separator", "lspace", "rspace", "form", "movablelimits", "minsize",
+                     "maxsize", "symmetric"},
+              "mstyle": {"displaystyle", "scriptlevel", "mathvariant"}, "mspace": {"width"},
+              "mtable": {"columnalign", "rowspacing", "columnspacing", "columnlines", "rowlines"},
+              "mtd": {"columnalign"}, "menclose": {"notation"}, "mfrac": {"linethickness"}}
 URL_SCHEMES = {"http", "https", "mailto"}
-_PLACEHOLDER = re.compile(r"\u27e6F(\d+)\u27e7")
 
 
-def mathml(latex: str, *, display: bool = False) -> str:
-    """A formula as MathML; LaTeX that latex2mathml cannot read is shown as escaped code."""
+def clean(markup: str) -> str:
+    """Ammonia's clean with the tags above: nothing that runs survives (module docstring).
+
+    Why the MathML goes through it too: latex2mathml copies ``\\text{...}`` into ``<mtext>``
+    unescaped, so a formula can carry markup (``\\text{<img onerror=...>}``).
+    """
+    import nh3
+
+    return nh3.clean(markup, tags=TAGS | MATH_TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                     link_rel="noopener noreferrer nofollow")
+
+
+def _mathml(latex: str, *, display: bool = False) -> str:
+    """A formula as (uncleaned) MathML; LaTeX that latex2mathml cannot read is shown as code."""
     import latex2mathml.converter
 
     try:
@@ -39,21 +60,16 @@ def mathml(latex: str, *, display: bool = False) -> str:
         return f'<code class="latex">{html.escape(latex)}</code>'
 
 
+def mathml(latex: str, *, display: bool = False) -> str:
+    """A formula as cleaned MathML, which browsers render natively (no script, no CDN)."""
+    return clean(_mathml(latex, display=display))
+
+
 def safe_html(body: str) -> str:
     """A post's HTML with its formulae as MathML and nothing that could run (module docstring)."""
-    import nh3
-
     from sharedtask.formats.html import replace_formula_spans
 
-    formulas: list[str] = []
-
-    def hold(_formula_id: str | None, latex: str) -> str:
-        formulas.append(latex)
-        return f"\u27e6F{len(formulas) - 1}\u27e7"
-
-    cleaned = nh3.clean(replace_formula_spans(body, hold), tags=TAGS, attributes=ATTRIBUTES,
-                        url_schemes=URL_SCHEMES, link_rel="noopener noreferrer nofollow")
-    return _PLACEHOLDER.sub(lambda m: mathml(formulas[int(m.group(1))]), cleaned)
+    return clean(replace_formula_spans(body, lambda _formula_id, latex: _mathml(latex)))
 
 
 def text_html(text: str) -> str:

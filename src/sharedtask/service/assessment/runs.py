@@ -93,15 +93,19 @@ def build(service: Any, task: Any, depths: dict[str, int] | None, seed: int | No
         runs = pool_runs(session, task)
     if not runs:
         raise HTTPException(409, f"no finished valid run of {task.id} to pool yet")
-    pool = build_pool(task, runs, depths=depths, seed=seed)
+    formulas = None
+    if task.pooling is not None and task.pooling.unit == "visual-id":  # Task 2: formula id -> visual id
+        from sharedtask.manifest import load_manifest
+
+        formulas = load_manifest(service.config.manifest).dataset(task, service.config.dataset).input_dir / "formulas"
+    pool = build_pool(task, runs, depths=depths, seed=seed, formulas=formulas)
     pools = Path(service.config.data_dir) / "pools"
     folder = pools / f"new-{secrets.token_hex(6)}"
     try:
         pool.write(folder)
         with service.write_sessions()() as session:
-            topics = list(pool.topics())
-            row = PoolRow(task_id=task.id, path="", items=sum(len(pool.display_order(t)) for t in topics),
-                          topics=len(topics))
+            counts = pool.counts()
+            row = PoolRow(task_id=task.id, path="", items=sum(counts.values()), topics=len(counts))
             session.add(row)
             session.flush()
             final = pools / str(row.id)

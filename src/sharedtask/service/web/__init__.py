@@ -1,0 +1,1 @@
+"""The service's routes and pages, by domain (the domain code lives beside, in ``service/``)."""
