@@ -196,7 +196,7 @@ def topic_rows(session: Session, assessor_id: int, campaign_id: int, topic: str)
 
 def progress(session: Session, campaign_id: int) -> list[dict[str, Any]]:
     """Per topic and assessor: items assigned, judged."""
-    names = dict(session.execute(select(Assessor.id, Assessor.name)).tuples().all())
+    names = {i: n for i, n in session.execute(select(Assessor.id, Assessor.name))}
     rows = session.execute(select(Judgment.topic, Judgment.assessor_id, func.count(Judgment.id),
                                   func.count(Judgment.grade))
                            .where(Judgment.campaign_id == campaign_id)
@@ -208,7 +208,7 @@ def judgments(session: Session, campaign_id: int) -> list[Any]:
     """Every judged row as :class:`sharedtask.edition.qrels.Judgment` (assessor by name)."""
     from sharedtask.edition.qrels import Judgment as EditionJudgment
 
-    names = dict(session.execute(select(Assessor.id, Assessor.name)).tuples().all())
+    names = {i: n for i, n in session.execute(select(Assessor.id, Assessor.name))}
     rows = session.scalars(select(Judgment).where(Judgment.campaign_id == campaign_id, Judgment.grade.is_not(None))
                            .order_by(Judgment.topic, Judgment.position, Judgment.assessor_id))
     return [EditionJudgment(r.topic, r.item, names[r.assessor_id], r.grade, quality=r.quality,
@@ -248,7 +248,7 @@ def agreement_of(session: Session, task: Any, campaign_id: int) -> dict[str, Any
     task's binarization (``pooling.relevant_from``); None until two assessors judged one item."""
     from sharedtask.edition.agreement import agreement
 
-    names = dict(session.execute(select(Assessor.id, Assessor.name)).tuples().all())
+    names = {i: n for i, n in session.execute(select(Assessor.id, Assessor.name))}
     grades: dict[str, dict[tuple[str, str], int]] = {}
     for r in session.execute(select(Judgment.topic, Judgment.item, Judgment.assessor_id, Judgment.grade)
                              .where(Judgment.campaign_id == campaign_id, Judgment.double.is_(True),
