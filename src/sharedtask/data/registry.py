@@ -123,6 +123,14 @@ def registry_dir() -> Path:
     return tasks_dir() / REGISTRY_DIR
 
 
+def local_registry_dir() -> Path:
+    """Datasets declared on this machine: a new edition's truth (``sharedtask qrels --register``,
+    docs/assessment.md), in the data store next to the files it places."""
+    from sharedtask.data.store import store_root
+
+    return store_root() / "registry"
+
+
 @cache
 def _schema() -> dict[str, Any]:
     with (tasks_dir() / SCHEMA_FILE).open(encoding="utf-8") as fh:
@@ -187,9 +195,10 @@ def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
 
 @cache
 def all_datasets() -> dict[str, Dataset]:
-    """Every dataset of every registry file, by id (file-name order)."""
+    """Every dataset of every registry file, by id (file-name order): the shipped registry,
+    then the local one (:func:`local_registry_dir`)."""
     out: dict[str, Dataset] = {}
-    for path in sorted(registry_dir().glob("*.yml")):
+    for path in [*sorted(registry_dir().glob("*.yml")), *sorted(local_registry_dir().glob("*.yml"))]:
         for dataset_id, entry in _read(path)["datasets"].items():
             if dataset_id in out:
                 raise SpecError(f"{path}: datasets.{dataset_id}: also declared in {out[dataset_id].source_path}")
