@@ -67,15 +67,21 @@ def _organizer(service: ServiceState, request: Request) -> None:
 # ----------------------------------------------------------------------------- assessors
 
 
-def _assessor(service: ServiceState, request: Request) -> Assessor | None:
-    """The asker as an assessor: ``Authorization: Bearer`` (an assessor's token), else the
-    assessor's sign-in cookie. A team's or the organizer's credential is no assessor's."""
+def _finder(request: Request) -> Any:
+    """The asker as an assessor, looked up in a given session: ``Authorization: Bearer`` (an
+    assessor's token), else the assessor's sign-in cookie. A team's or the organizer's
+    credential is no assessor's."""
     header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        token = header[7:].strip()
+        return lambda session: people.assessor_of_token(session, token)
+    cookie = request.cookies.get(people.COOKIE)
+    return lambda session: people.assessor_of_cookie(session, cookie)
+
+
+def _assessor(service: ServiceState, request: Request) -> Assessor | None:
     with service.sessions() as session:
-        if header.lower().startswith("bearer "):
-            found = people.assessor_of_token(session, header[7:].strip())
-        else:
-            found = people.assessor_of_cookie(session, request.cookies.get(people.COOKIE))
+        found = _finder(request)(session)
         session.commit()
     return found
 
@@ -108,9 +114,8 @@ def my_topic(campaign_id: int, topic: str, request: Request, service: State) -> 
 @router.post("/api/assess/campaigns/{campaign_id}/judgments", tags=["assessment"],
              summary="Save or change one of your judgments (until the campaign closes)")
 def judge(campaign_id: int, body: JudgmentIn, request: Request, service: State) -> dict[str, Any]:
-    who = _require_assessor(service, request)
-    try:
-        return campaigns.save(service, who, campaign_id, body.topic, body.item, body.grade, body.quality)
+    try:  # the assessor is found in the save's own transaction: one per save
+        return campaigns.save(service, _finder(request), campaign_id, body.topic, body.item, body.grade, body.quality)
     except SharedTaskError as exc:
         raise _user(exc) from None
 
