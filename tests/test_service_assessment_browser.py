@@ -9,6 +9,7 @@ set the page's title to PWNED. Chromium renders the page; the test reads the DOM
 from __future__ import annotations
 
 import html
+import json
 import shutil
 import subprocess
 import urllib.parse
@@ -94,3 +95,75 @@ def test_the_assessors_page_renders_formulae_and_runs_nothing_from_a_hostile_pos
     assert 'class="item current"' in dom
     assert "Sufficient to answer the complete question on its own." in dom  # the scale's definitions
     assert headers[0] == 200
+
+
+# ----------------------------------------------------------------------------- keys, progress, resume
+
+
+def test_an_assessor_judges_with_the_keyboard_resumes_after_a_reload_and_changes_a_judgment(tmp_path, database,
+                                                                                            monkeypatch):
+    """Touché: relevance with a digit, quality with Shift + digit; the page saves at once, moves to
+    the next open item, counts progress; a reload resumes at the first open item; k goes back and
+    a new digit changes the saved judgment (the same row, saved again)."""
+    from cdp_helpers import Browser
+    from service_helpers import TASK as TOUCHE
+    from service_helpers import SAMPLE as TOUCHE_SAMPLE
+    from sharedtask.service.models import Judgment
+
+    monkeypatch.setenv("SHAREDTASK_DATA", str(tmp_path / "store"))
+    engine = make_engine(database)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        org, alice = organizer_token(session), create_assessor(session, "alice")[1]
+        create_team(session, "team-a")
+        image = Image(archive_sha256="a" * 64, docker_id="sha256:" + "b" * 64, size=1)
+        session.add(image)
+        session.flush()
+        who = session.scalar(select(Team).where(Team.name == "team-a"))
+        sub = Submission(team_id=who.id, task_id=TOUCHE, image_id=image.id, image_name="x", tag="r", status="done",
+                         run_status="success", valid=True)
+        session.add(sub)
+        session.flush()
+        run_dir = tmp_path / "data" / "runs" / str(sub.id)
+        run_dir.mkdir(parents=True)
+        docs = [line.split()[2] for line in (TOUCHE_SAMPLE / "truth" / "qrels.txt").read_text().splitlines()
+                if line.startswith("51 ")][:4]
+        (run_dir / "run.txt").write_text("".join(f"51 Q0 {d} {i} {10 - i} r\n" for i, d in enumerate(docs, 1)))
+        sub.run_dir = str(run_dir)
+    app = create_app(factory, RecordingExecutor(), ServiceConfig(data_dir=tmp_path / "data", max_upload=65536,
+                                                                 task_ids=[TOUCHE]))
+    with ThreadServer(app) as server:
+        url = server.url
+        pool = call(f"{url}/api/tasks/{TOUCHE}/pools", "POST", org, {"seed": 2})[1]
+        cid = call(f"{url}/api/tasks/{TOUCHE}/campaigns", "POST", org,
+                   {"pool": pool["id"], "assignments": {"51": "alice"}})[1]["id"]
+        page = f"/assess/campaigns/{cid}/topics/51"
+        order = [i["item"] for i in call(f"{url}/api/assess/campaigns/{cid}/topics/51", token=alice)[1]["items"]]
+        browser = Browser(tmp_path / "profile")
+        try:
+            browser.open(f"{url}/assess/login?{urllib.parse.urlencode({'token': alice, 'next': page})}")
+            browser.wait_for("document.body && document.body.dataset.ready === '1'")
+            assert browser.js("document.activeElement.dataset.item") == order[0]
+            browser.key("!", "Digit1", shift=True)  # quality 1 first: nothing saved without a grade
+            browser.key("2", "Digit2")  # relevance 2: saved with quality 1, on to the next item
+            browser.wait_for("document.getElementById('progress').textContent.startsWith('1 of 4')")
+            assert browser.js("document.activeElement.dataset.item") == order[1]
+            browser.key("j", "KeyJ")
+            assert browser.js("document.activeElement.dataset.item") == order[2]
+            # a break: the page loaded again resumes at the first item not judged yet
+            browser.navigate(f"{url}{page}")
+            browser.wait_for("document.body && document.body.dataset.ready === '1' && "
+                             "document.querySelector('article.current') !== null")
+            assert browser.js("document.activeElement.dataset.item") == order[1]
+            assert browser.js("document.getElementById('progress').textContent").startswith("1 of 4")
+            browser.key("k", "KeyK")  # back to the first, and change it
+            browser.key("3", "Digit3")
+            browser.wait_for("document.getElementById('message').textContent === '' && "
+                             "document.activeElement.dataset.item !== " + json.dumps(order[0]))
+        finally:
+            browser.close()
+    with factory() as session:
+        rows = {r.item: r for r in session.scalars(select(Judgment).where(Judgment.campaign_id == cid))}
+    assert (rows[order[0]].grade, rows[order[0]].quality, rows[order[0]].saves) == (3, 1, 2)
+    assert all(rows[i].grade is None for i in order[1:])
