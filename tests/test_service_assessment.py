@@ -307,3 +307,84 @@ def test_bad_campaigns_are_refused_saying_why(service):
     got = call(f"{url}/api/assess/campaigns/{cid}/judgments", "POST", tokens["bob"],
                {"topic": "51", "item": item, "grade": 1, "quality": 1})
     assert got[0] == 404  # not bob's topic
+
+
+# ----------------------------------------------------------------------------- a restart mid-session
+
+
+def test_a_server_killed_mid_session_loses_no_acknowledged_judgment_and_duplicates_none(tmp_path, database):
+    """Two assessors save at once; the server is killed (SIGKILL) after some saves and started
+    again; they go on. Every save the server acknowledged is there with its grade, each judgment
+    is one row, and resuming shows exactly what was saved."""
+    import urllib.error
+
+    from service_helpers import free_port, start_server, stop
+
+    data = tmp_path / "data"
+    data.mkdir()
+    served = start_server(data, database, free_port())
+    try:
+        org = served.token()
+        served.token("team-a")
+        tokens = {who: served.cli("serve", "--db", database, "--data-dir", str(data), "--new-assessor", who)
+                  .stdout.strip() for who in ("alice", "bob")}
+        factory = sessions(make_engine(database))
+        finished_run(factory, data, "team-a", "best", run_text("best", "best"))
+        pool = call(f"{served.url}/api/tasks/{TASK}/pools", "POST", org, {"seed": 4})[1]
+        topics = sorted(TRUTH)
+        cid = call(f"{served.url}/api/tasks/{TASK}/campaigns", "POST", org,
+                   {"pool": pool["id"], "assignments": {t: ("alice", "bob")[i % 2] for i, t in enumerate(topics)},
+                    "double_share": 0.5, "seed": 9})[1]["id"]
+        work = {who: [(e["topic"], i["item"]) for e in call(f"{served.url}/api/assess/topics", token=tokens[who])[1]
+                      for i in call(f"{served.url}/api/assess/campaigns/{cid}/topics/{e['topic']}",
+                                    token=tokens[who])[1]["items"]] for who in tokens}
+        acknowledged: dict[tuple[str, str, str], int] = {}
+        lock = threading.Lock()
+        half = threading.Event()
+
+        def judge(who: str, url: str, items: list[tuple[str, str]]) -> None:
+            for n, (topic, item) in enumerate(items):
+                grade = (n + len(who)) % 4
+                try:
+                    status, _ = call(f"{url}/api/assess/campaigns/{cid}/judgments", "POST", tokens[who],
+                                     {"topic": topic, "item": item, "grade": grade, "quality": 2})
+                except (urllib.error.URLError, ConnectionError, OSError):
+                    return  # the server is gone
+                if status == 200:
+                    with lock:
+                        acknowledged[(who, topic, item)] = grade
+                        if len(acknowledged) >= 20:
+                            half.set()
+
+        threads = [threading.Thread(target=judge, args=(who, served.url, work[who])) for who in tokens]
+        for t in threads:
+            t.start()
+        assert half.wait(120), "no saves came through"
+        served.process.kill()  # SIGKILL: no shutdown, no flush
+        served.process.wait()
+        for t in threads:
+            t.join(60)
+        before = dict(acknowledged)
+        assert 20 <= len(before) < sum(len(v) for v in work.values())
+        served = start_server(data, database, free_port())
+        # resuming: each assessor sees what the server acknowledged
+        for who in tokens:
+            for topic in {t for t, _ in work[who]}:
+                seen = {i["item"]: i["grade"] for i in call(f"{served.url}/api/assess/campaigns/{cid}/topics/{topic}",
+                                                            token=tokens[who])[1]["items"]}
+                for (w, t, item), grade in before.items():
+                    if w == who and t == topic:
+                        assert seen[item] == grade, (who, topic, item)
+        threads = [threading.Thread(target=judge, args=(who, served.url, work[who])) for who in tokens]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        with factory() as session:
+            rows = session.execute(select(Judgment.topic, Judgment.item, Judgment.assessor_id, Judgment.grade)
+                                   .where(Judgment.campaign_id == cid)).all()
+        keys = [(r.topic, r.item, r.assessor_id) for r in rows]
+        assert len(keys) == len(set(keys)) == sum(len(v) for v in work.values())  # one row each, none extra
+        assert all(r.grade is not None for r in rows)  # and every one judged in the end
+    finally:
+        stop(served)
