@@ -1,14 +1,15 @@
 """Assessors at once: an assessor's page and a saved judgment, p50 / p95 in ms.
 
-    .venv/bin/python benchmarks/assessment.py [--assessors 20] [--depth 100] [--db URL | --postgres]
+    .venv/bin/python benchmarks/assessment.py [--assessors 20] [--depth 100] [--think 0.5] [--items 60] [--db URL | --postgres]
 
 A real ``sharedtask serve`` process (SQLite in its data folder unless ``--db`` or ``--postgres``) for the Touché
 2021 sample; two teams' finished runs (each ranks DEPTH of the sample's 266 arguments per topic,
 written as the executor leaves them), pooled at DEPTH, and as many campaigns on that pool as it
 takes to give every assessor one topic of its own (5 topics per campaign). Then every assessor,
-each in its own thread and all at once, loads their topic's page and saves a judgment of every
-item (``POST /api/assess/campaigns/C/judgments``), loading the page again every 10 saves (a
-resume). Prints p50 / p95 of pages and saves, the bars (page p95 <= 100 ms, save p95 <= 20 ms)
+each in its own thread and all at once, loads their topic's page and saves a judgment of
+ITEMS items (``POST /api/assess/campaigns/C/judgments``), reading THINK seconds on average
+before each save (uniform between half and one and a half of it; ``--think 0``: no reading, a
+saturation test) and loading the page again every 10 saves (a resume). Prints p50 / p95 of pages and saves, the bars (page p95 <= 100 ms, save p95 <= 20 ms)
 and whether they were met, and checks that every save is in the database exactly once.
 """
 
@@ -64,6 +65,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assessors", type=int, default=20)
     parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--think", type=float, default=0.5,
+                        help="seconds an assessor reads between two saves, on average (default 0.5; a person "
+                             "takes far longer); 0: every assessor saves as fast as the server answers")
+    parser.add_argument("--items", type=int, default=60, help="saves per assessor (default 60)")
     parser.add_argument("--db", help="a PostgreSQL URL (default: SQLite in the data folder)")
     parser.add_argument("--postgres", action="store_true",
                         help="start a PostgreSQL server on loopback for the run (Debian's postgresql)")
@@ -145,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
             barrier.wait()
             mine_p, mine_s = [], []
             page_url = f"{server.url}/assess/campaigns/{cid}/topics/{topic}"
-            for n, item in enumerate(items):
+            think = random.Random(token)
+            for n, item in enumerate(items[:args.items]):
+                if args.think:
+                    time.sleep(think.uniform(0.5, 1.5) * args.think)
                 if n % 10 == 0:
                     mine_p.append(page(page_url, cookie))
                 start = time.perf_counter()
@@ -157,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
                 pages.extend(mine_p)
                 saves.extend(mine_s)
 
+        items_of = call(f"{server.url}/api/assess/campaigns/{work[0][1]}/topics/{work[0][2]}",
+                        token=work[0][0])[1]["items"]
         threads = [threading.Thread(target=assessor, args=w) for w in work]
         began = time.perf_counter()
         for t in threads:
@@ -168,7 +178,14 @@ def run(args: argparse.Namespace) -> int:
             rows = session.scalar(select(func.count(Judgment.id)).where(Judgment.grade.is_not(None)))
             once = session.scalar(select(func.count(Judgment.id)).where(Judgment.saves == 1))
         assert rows == len(saves) == once, (rows, len(saves), once)
+        print(f"{args.assessors} assessors at once, each saving {min(args.items, len(items_of))} judgments, "
+              f"reading {args.think:g} s on average before each" if args.think else
+              f"{args.assessors} assessors at once, each saving as fast as the server answers (no reading time)")
         page_p95, save_p95 = percentile(pages, 0.95), percentile(saves, 0.95)
+        import os
+
+        print(f"load average over the last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+              "(the server, the 20 clients and whatever else runs on the machine)")
         print(f"pages: {len(pages)}, p50 {statistics.median(pages):.1f} ms, p95 {page_p95:.1f} ms "
               f"(bar {PAGE_BAR_MS:.0f} ms: {'met' if page_p95 <= PAGE_BAR_MS else 'NOT met'})")
         print(f"saves: {len(saves)}, p50 {statistics.median(saves):.1f} ms, p95 {save_p95:.1f} ms "

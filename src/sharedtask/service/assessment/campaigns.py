@@ -187,14 +187,16 @@ def assigned_to(session: Session, assessor_id: int) -> list[dict[str, Any]]:
     return [{"campaign": c, "topic": t, "items": n, "judged": j} for c, t, n, j in rows]
 
 
-def topic_rows(session: Session, assessor_id: int, campaign_id: int, topic: str) -> list[Judgment]:
-    """The assessor's rows of one topic in display order; 404 when none is theirs (an assessor
-    sees only the topics assigned to them, and a closed campaign is no one's to judge)."""
-    c = session.get(Campaign, campaign_id)
-    rows = list(session.scalars(select(Judgment).where(Judgment.campaign_id == campaign_id, Judgment.topic == topic,
-                                                       Judgment.assessor_id == assessor_id)
+def topic_rows(session: Session, assessor_id: int, campaign_id: int, topic: str) -> list[Any]:
+    """The assessor's rows of one topic in display order (item, position, grade, quality: the
+    columns a page needs, not ORM objects, as a board reads its light columns); 404 when none is
+    theirs (an assessor sees only the topics assigned to them; a closed campaign is no one's)."""
+    status = session.scalar(select(Campaign.status).where(Campaign.id == campaign_id))
+    rows = list(session.execute(select(Judgment.item, Judgment.position, Judgment.grade, Judgment.quality)
+                                .where(Judgment.campaign_id == campaign_id, Judgment.topic == topic,
+                                       Judgment.assessor_id == assessor_id)
                                 .order_by(Judgment.position)))
-    if c is None or c.status != "open" or not rows:
+    if status != "open" or not rows:
         raise HTTPException(404, f"topic {topic[:64]!r} of campaign {campaign_id} is not assigned to you")
     return rows
 

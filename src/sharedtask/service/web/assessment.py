@@ -188,7 +188,7 @@ def judging_page(campaign_id: int, topic: str, request: Request, service: State)
         return _page(view.sign_in_page("Sign in with the token the organizer gave you."), 401)
     with service.sessions() as session:
         rows = campaigns.topic_rows(session, who.id, campaign_id, topic)
-        task_id = session.get(Campaign, campaign_id).task_id
+        task_id = session.scalar(select(Campaign.task_id).where(Campaign.id == campaign_id))
     docs = campaigns.documents_of(service, campaign_id)
     scales = scales_of(task_of(service, task_id))
     return _page(view.judging_page(campaign_id, topic, docs["topics"].get(topic, ""), rows, docs["items"], scales,
