@@ -170,6 +170,9 @@ def test_the_whole_edition_through_the_api_with_two_assessors(service):
     worst = finished_run(factory, data_dir, "team-b", "worst", run_text("worst", "worst"))
     assert call(f"{url}/api/submissions/{best}/kind", "POST", tokens["a"], {"kind": "primary"})[0] == 200
 
+    assert call(f"{url}/api/tasks/{TASK}/kinds", token=tokens["a"])[1] == [
+        {"id": best, "run": "team-a/best", "kind": "primary"}]  # a team sees its own runs' kinds only
+    assert call(f"{url}/api/tasks/{TASK}/kinds", token=tokens["alice"])[0] == 401
     status, pool = call(f"{url}/api/tasks/{TASK}/pools", "POST", tokens["org"], {"seed": 7})
     assert status == 201, pool
     # Touché 2021 pools every run's top 5: the union, computed here by hand
@@ -218,6 +221,14 @@ def test_the_whole_edition_through_the_api_with_two_assessors(service):
     assert agreement["cohen_kappa"] == pytest.approx(kappa(a_grades, b_grades), abs=1e-6)
     assert agreement["cohen_kappa_binary"] == pytest.approx(
         kappa([int(g >= 1) for g in a_grades], [int(g >= 1) for g in b_grades]), abs=1e-6)
+
+    # the organizer's page shows the same progress and agreement, live
+    page = call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["org"])[1]
+    assert f"campaign {cid} · open" in page and f"{len(pairs)} items judged by two" in page
+    assert f"{kappa(a_grades, b_grades):.3f} graded" in page
+    assert all(f"<td>{p['judged']} of {p['items']}</td>" in page for p in live["progress"])
+    assert call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["a"])[0] == 403
+    assert call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["alice"])[0] == 401
 
     status, closed = call(f"{url}/api/campaigns/{cid}/close", "POST", tokens["org"])
     assert status == 200, closed

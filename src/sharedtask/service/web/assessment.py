@@ -225,17 +225,28 @@ def set_kind(submission_id: int, body: KindIn, who: Member, session: Db) -> dict
     return runs.set_kind(session, who, submission_id, body.kind)
 
 
+@router.get("/api/tasks/{task_id}/kinds", tags=["submissions"],
+            summary="Your finished valid runs of the task and their kinds (the organizer: every team's)")
+def kinds(task_id: str, request: Request, service: State) -> list[dict[str, Any]]:
+    task_of(service, task_id)
+    who = authenticate(service, request)
+    return _runs_of(service, task_id, None if who.organizer else who.id)
+
+
 # ----------------------------------------------------------------------------- the organizer
 
 
-def _runs_of(service: ServiceState, task_id: str) -> list[dict[str, Any]]:
+def _runs_of(service: ServiceState, task_id: str, team_id: int | None = None) -> list[dict[str, Any]]:
+    from sharedtask.service import pages
+
     with service.sessions() as session:
         marked = runs.primaries(session, task_id)
         names = team_names(session)
-        from sharedtask.service import pages
-
-        subs = session.scalars(select(Submission).where(Submission.task_id == task_id, Submission.status == "done",
-                                                        Submission.valid.is_(True)).order_by(Submission.id))
+        query = select(Submission).where(Submission.task_id == task_id, Submission.status == "done",
+                                         Submission.valid.is_(True)).order_by(Submission.id)
+        if team_id is not None:
+            query = query.where(Submission.team_id == team_id)
+        subs = session.scalars(query)
         return [{"id": s.id, "run": pages.run_name(names[s.team_id], s), "kind": runs.kind_of(marked, s.id)}
                 for s in subs]
 
