@@ -22,28 +22,20 @@ from sharedtask.spec import load_task
 
 
 def naive_topk(path: Path, doc_col: int, depth: int) -> dict[str, list[tuple[str, int]]]:
-    """topic -> [(doc, place)]: trec_eval order (float32 score desc, docno desc), first
-    occurrence of a doc only, the first `depth` docs."""
-    rows: dict[str, list[tuple[np.float32, str]]] = {}
-    for line in path.read_text().splitlines():
+    """topic -> [(doc, place)]: the first line of each (topic, doc) in file order, then
+    trec_eval order (float32 score desc, docno desc), the first `depth` docs."""
+    rows: dict[str, dict[str, np.float32]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
         parts = line.split()
         if not parts:
             continue
         score_col = 4 if len(parts) == 6 else 3
-        rows.setdefault(parts[0], []).append((np.float32(float(parts[score_col])), parts[doc_col]))
+        rows.setdefault(parts[0], {}).setdefault(parts[doc_col], np.float32(float(parts[score_col])))
     out = {}
-    for topic, entries in rows.items():
-        entries.sort(key=lambda e: e[1], reverse=True)  # docno descending ...
-        entries.sort(key=lambda e: e[0], reverse=True)  # ... within score descending (stable)
-        taken: list[tuple[str, int]] = []
-        seen = set()
-        for _, doc in entries:
-            if doc in seen:
-                continue
-            seen.add(doc)
-            if len(taken) < depth:
-                taken.append((doc, len(taken) + 1))
-        out[topic] = taken
+    for topic, firsts in rows.items():
+        entries = sorted(firsts.items(), key=lambda e: e[0], reverse=True)  # docno descending ...
+        entries.sort(key=lambda e: e[1], reverse=True)  # ... within score descending (stable)
+        out[topic] = [(doc, place) for place, (doc, _) in enumerate(entries[:depth], 1)]
     return out
 
 
@@ -120,6 +112,33 @@ def test_task1_depths_equal_naive_pool(tmp_path: Path, seed: int) -> None:
     assert actual_pool(pool) == expected
     # the spec's depths are ARQMath-3's: 45 primary, 20 alternate (overview §4.4)
     assert pool.rule["depths"] == {"primary": 45, "alternate": 20}
+
+
+def test_fast_and_reader_paths_agree(tmp_path: Path) -> None:
+    """A run with a non-ASCII tag goes through the project's record reader, the same run
+    with an ASCII tag through the column-wise path: the same pool, equal to the naive one."""
+    rng = random.Random(9)
+    task = load_task("arqmath-3-task1")
+    plain = tmp_path / "plain.tsv"
+    random_run(rng, plain, "arqmath-task1", ["A.301", "A.302", "A.303"], [str(d) for d in range(80)], 200)
+    fancy = tmp_path / "fancy.tsv"
+    fancy.write_text(plain.read_text().replace("\ttag", "\ttäg"), encoding="utf-8")
+    crlf = tmp_path / "crlf.tsv"
+    crlf.write_bytes(plain.read_bytes().replace(b"\n", b"\r\n"))
+    six = tmp_path / "six.tsv"  # the lenient 6-column Task 1 form with Q0
+    six.write_text("".join(f"{line.split(chr(9), 1)[0]}\tQ0\t{line.split(chr(9), 1)[1]}\n"
+                           for line in plain.read_text().splitlines()))
+    from sharedtask.edition.toplists import _fast
+
+    assert _fast(plain.read_bytes(), "arqmath-task1", 45) is not None  # column-wise
+    assert _fast(crlf.read_bytes(), "arqmath-task1", 45) is not None
+    assert _fast(six.read_bytes(), "arqmath-task1", 45) is not None
+    assert _fast(fancy.read_bytes(), "arqmath-task1", 45) is None  # the record reader
+    expected = naive_topk(plain, 1, 45)
+    for path in (plain, fancy, crlf, six):
+        pool = build_pool(task, [PoolRun(path, "primary", "r")], seed=1)
+        got = {t: sorted((it.item, it.contributors[0][1]) for it in pool.items(t)) for t in pool.topics}
+        assert got == {t: sorted(v) for t, v in expected.items()}, path.name
 
 
 def test_depth_override_and_touche(tmp_path: Path) -> None:
@@ -225,3 +244,31 @@ def test_invalid_run_names_file_line_and_column(tmp_path: Path) -> None:
         build_pool(load_task("mathqa-test"), [PoolRun(bad, "primary", "x")])
     with pytest.raises(SharedTaskError, match="formula index"):
         build_pool(load_task("arqmath-3-task2"), [PoolRun(bad, "primary", "x")])
+
+
+def test_task3_answers_join_task1_pool(tmp_path: Path) -> None:
+    """ARQMath-3 Task 3 is judged in Task 1's pools: each Task 3 run's answer per topic joins
+    the Task 1 pool of its topic, identical answers once, kept for the assessors with their text."""
+    task1 = load_task("arqmath-3-task1")
+    r1 = tmp_path / "t1.tsv"
+    r1.write_text("A.301\t11\t1\t2.0\tx\nA.301\t12\t2\t1.0\tx\nA.302\t13\t1\t1.0\tx\n")
+    answers = []
+    for i, text in enumerate(["The area is $\\frac{1}{2}ab\\sin C$.", "Use Heron's formula.",
+                              "The area is $\\frac{1}{2}ab\\sin C$."]):
+        path = tmp_path / f"t3-{i}.tsv"
+        path.write_text(f"A.301\t1\t1.0\tteam{i}\tsources\t{text}\n")
+        answers.append(PoolRun(path, "primary", f"qa{i}", task="arqmath-3-task3"))
+    pool = build_pool(task1, [PoolRun(r1, "primary", "t1"), *answers], seed=3)
+    items = {it.item: it for it in pool.items("A.301")}
+    texts = {it.text for it in items.values() if it.text is not None}
+    assert texts == {"The area is $\\frac{1}{2}ab\\sin C$.", "Use Heron's formula."}
+    same = next(it for it in items.values() if it.text and it.text.startswith("The area"))
+    assert sorted(same.contributors) == [("qa0", 1), ("qa2", 1)]
+    assert {pool.item_task("A.301", i) for i in items} == {"arqmath-3-task1", "arqmath-3-task3"}
+    assert pool.rule["shared"]["arqmath-3-task3"]["unit"] == "answer"
+    pool.write(tmp_path / "pool")
+    back = read_pool(tmp_path / "pool")
+    assert {i: it.text for i, it in back.topics["A.301"].items()} == {i: it.text for i, it in items.items()}
+    assert back.item_task("A.301", same.item) == "arqmath-3-task3"
+    with pytest.raises(SharedTaskError, match="not judged in the pools"):
+        build_pool(task1, [PoolRun(r1, "primary", "x", task="touche-2021-task1")])

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("runs", nargs="*", metavar="RUN", help="primary run file ([NAME=]FILE)")
     parser.add_argument("--alternate", action="append", default=[], metavar="RUN", help="an alternate run ([NAME=]FILE)")
+    parser.add_argument("--shared", action="append", default=[], metavar="TASK=FILE",
+                        help="a run of a task judged in this task's pools (pooling.shared_with; ARQMath-3 Task 3 "
+                             "runs in Task 1's pool), pooled by that task's rule")
     parser.add_argument("--task", required=True, metavar="ID", help="task id (its spec declares pooling:)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="the pool folder to write")
     parser.add_argument("--depth", action="append", default=[], metavar="KIND=N",
@@ -36,11 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_main)
 
 
-def parse_runs(primary: list[str], alternate: list[str]) -> list:
+def parse_runs(primary: list[str], alternate: list[str], shared: list[str] | None = None) -> list:
     from sharedtask.edition.pooling import PoolRun
     from sharedtask.errors import SharedTaskError
 
     runs = []
+    for text in shared or ():
+        other, sep, path = text.partition("=")
+        if not sep or not other or not path:
+            raise SharedTaskError(f"--shared {text!r}: expected TASK=FILE")
+        runs.append(PoolRun(Path(path), "primary", f"{other}-{Path(path).name.split('.')[0]}", task=other))
     for kind, given in (("primary", primary), ("alternate", alternate)):
         for text in given:
             name, sep, path = text.partition("=")
@@ -73,7 +81,7 @@ def _main(args: argparse.Namespace) -> int:
     from sharedtask.spec import load_task
 
     task = load_task(args.task)
-    runs = parse_runs(args.runs, args.alternate)
+    runs = parse_runs(args.runs, args.alternate, args.shared)
     depths = parse_depths(args.depth)
     formulas = args.formulas
     if formulas is None and task.pooling is not None and task.pooling.unit == "visual-id":

@@ -38,23 +38,28 @@ def _main(args: argparse.Namespace) -> int:
     from sharedtask.formats.trec import write_qrels
 
     pool, judgments = read_judged_folder(args.folder)
-    task = load_task(pool.task)
-    qrels = assemble(task, judgments, args.rule)
+    by_task: dict[str, list] = {}
+    for j in judgments:
+        by_task.setdefault(pool.item_task(j.topic, j.item), []).append(j)
     out: Path = args.out
-    write_qrels(out, qrels.rows("relevance"), sep=qrels.sep)
-    written = [out]
-    if "quality" in qrels.roles:
-        quality = out.with_name(f"{out.stem}-quality{out.suffix}")
-        write_qrels(quality, qrels.rows("quality"), sep=qrels.sep)
-        written.append(quality)
-    s = qrels.summary()
-    console.print(f"{task.id}: {s['items']['relevance']:,} judged items over {s['topics']['relevance']} topics "
-                  f"from {len(qrels.assessors)} assessor(s); {qrels.double_judged:,} judged more than once, "
-                  f"{qrels.disagreements:,} of them with different grades, resolved by {qrels.rule}"
-                  + (f" ({qrels.adjudicator})" if qrels.adjudicator else ""))
-    console.print("wrote " + ", ".join(str(p) for p in written))
-    if args.register:
-        dataset = register_qrels(task, qrels, name=args.register, pool=args.folder)
-        console.print(f"registered as the truth of dataset {dataset}: "
-                      f"sharedtask evaluate RUN --task {task.id} --dataset {dataset}")
+    for task_id in [pool.task, *sorted(t for t in by_task if t != pool.task)]:
+        task = load_task(task_id)
+        target = out if task_id == pool.task else out.with_name(f"{out.stem}-{task_id}{out.suffix}")
+        qrels = assemble(task, by_task.get(task_id, []), args.rule)
+        write_qrels(target, qrels.rows("relevance"), sep=qrels.sep)
+        written = [target]
+        if "quality" in qrels.roles:
+            quality = target.with_name(f"{target.stem}-quality{target.suffix}")
+            write_qrels(quality, qrels.rows("quality"), sep=qrels.sep)
+            written.append(quality)
+        s = qrels.summary()
+        console.print(f"{task.id}: {s['items']['relevance']:,} judged items over {s['topics']['relevance']} topics "
+                      f"from {len(qrels.assessors)} assessor(s); {qrels.double_judged:,} judged more than once, "
+                      f"{qrels.disagreements:,} of them with different grades, resolved by {qrels.rule}"
+                      + (f" ({qrels.adjudicator})" if qrels.adjudicator else ""))
+        console.print("wrote " + ", ".join(str(p) for p in written))
+        if args.register:
+            dataset = register_qrels(task, qrels, name=args.register, pool=args.folder)
+            console.print(f"registered as the truth of dataset {dataset}: "
+                          f"sharedtask evaluate RUN --task {task.id} --dataset {dataset}")
     return 0

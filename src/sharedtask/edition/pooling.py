@@ -13,19 +13,22 @@ The rule is the task spec's ``pooling:`` block (:class:`sharedtask.spec.PoolingS
   the first 16 hex digits of the answer text's sha256, so identical answers pool once.
 
 Order within a run: trec_eval's (score descending as a C float, ties by document id
-descending, docs/evaluation.md) for documents and answers; for Task 2 the order of the
-official Task 2 script (score descending, ties in file order), whose visual-id
-de-duplication the evaluation repeats (sharedtask.evaluate.arqmath). A document a run lists
-twice counts once, at its first place. A contributor's rank is the 1-based place of the item
-in that order (Task 2: of the first instance of the visual id).
+descending, docs/evaluation.md) for documents and answers, after keeping the first line of
+a document the run lists twice (as the ARQMath evaluation does); for Task 2 the order of
+the official Task 2 script (score descending, ties in file order), whose visual-id
+de-duplication the evaluation repeats (sharedtask.evaluate.arqmath); a formula id listed
+twice counts once, at its first place in that order. A contributor's rank is the 1-based
+place of the item in that order (Task 2: of the first instance of the visual id).
 
-Runs are streamed one at a time with the project's reader (sharedtask.formats.trec), so
+Runs are read one at a time (sharedtask.edition.toplists for documents: column-wise with
+numpy, falling back to the project's reader, whose errors name file, line and column), so
 memory holds one run plus the pool; ``benchmarks/pooling.py`` measures 100 runs x 100
 topics x 1,000 lines.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import random
@@ -39,6 +42,7 @@ from typing import Literal
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
 from sharedtask.formats.layouts import RUN_LAYOUTS
+from sharedtask.edition.toplists import top_lists
 from sharedtask.formats.trec import read_run
 from sharedtask.spec import PoolingSpec, Task
 
@@ -53,11 +57,15 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class PoolRun:
-    """One submitted run to pool: its file, its kind and the name it is known by."""
+    """One submitted run to pool: its file, its kind and the name it is known by.
+
+    ``task``: the run's task when it is not the pool's, but a task judged in the pool's
+    pools (its spec's ``pooling.shared_with``; ARQMath-3 Task 3 runs in Task 1's pool)."""
 
     path: Path
     kind: RunKind
     name: str
+    task: str | None = None
 
 
 @dataclass
@@ -84,6 +92,13 @@ class Pool:
 
     def items(self, topic: str) -> list[PoolItem]:
         return list(self.topics.get(topic, {}).values())
+
+    def item_task(self, topic: str, item: str) -> str:
+        """The task an item is judged for: that of the first run that brought it in."""
+        entry = self.topics[topic][item]
+        run = entry.contributors[0][0]
+        meta = next((r for r in self.runs if r.get("name") == run), {})
+        return str(meta.get("task") or self.task)
 
     def counts(self) -> dict[str, int]:
         """Items per topic."""
@@ -112,11 +127,12 @@ class Pool:
                     for entry in items.values():
                         for formula, post in entry.instances:
                             fh.write(f"{topic}\t{entry.item}\t{formula}\t{post}\n")
-        if self.rule.get("unit") == "answer":
+        if any(entry.text is not None for items in self.topics.values() for entry in items.values()):
             with _atomic(out_dir / ANSWERS_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
-                        fh.write(f"{topic}\t{entry.item}\t{entry.text or ''}\n")
+                        if entry.text is not None:
+                            fh.write(f"{topic}\t{entry.item}\t{entry.text}\n")
         meta = {
             "format": FORMAT_VERSION,
             "task": self.task,
@@ -254,27 +270,28 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
         visual: dict[str, str] | None = load_visual_ids(formulas)
     else:
         visual = None
+    own = [run for run in runs if run.task in (None, task.id)]
+    shared: dict[str, list[PoolRun]] = {}
+    for run in runs:
+        if run.task not in (None, task.id):
+            shared.setdefault(str(run.task), []).append(run)
+    shared_rules = {other: _shared_rule(task, other) for other in shared}
     topics: dict[str, dict[str, PoolItem]] = {}
     votes: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
     run_meta: list[dict[str, object]] = []
-    for run in runs:
-        depth = depth_of[run.kind]
-        per_topic, lines = _read(run, layout, rule.unit)
-        for topic, rows in per_topic.items():
-            pool = topics.setdefault(topic, {})
-            if rule.unit == "visual-id":
-                assert visual is not None
-                _take_visual(run, topic, rows, depth, visual, pool, votes)
-            else:
-                for rank, (item, text) in enumerate(_ranked(rows, rule.unit == "answer")[:depth], 1):
-                    entry = pool.get(item)
-                    if entry is None:
-                        entry = pool[item] = PoolItem(item, text=text)
-                    entry.contributors.append((run.name, rank))
-        run_meta.append({"name": run.name, "kind": run.kind, "file": Path(run.path).name,
-                         "sha256": sha256(Path(run.path)), "depth": depth, "lines": lines})
-        if progress is not None:
-            progress(run, lines)
+    gc_was_on = gc.isenabled()
+    gc.disable()  # hundreds of thousands of small objects that live as long as the pool: no cycles to find
+    try:
+        _pool_runs(task, rule, own, layout, depth_of, visual, topics, votes, run_meta, progress)
+        for other, other_runs in shared.items():
+            other_task, other_rule = shared_rules[other]
+            _pool_runs(other_task, other_rule, other_runs, RUN_LAYOUTS[other_task.output.format].short,
+                       dict(other_rule.depths), None, topics, votes, run_meta, progress)
+            for entry in run_meta[-len(other_runs):]:
+                entry["task"] = other
+    finally:
+        if gc_was_on:
+            gc.enable()
     if rule.unit == "visual-id":
         keep = rule.instances_per_item or 5
         for (topic, vid), tally in votes.items():
@@ -291,9 +308,66 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
         rule_doc["instances_per_item"] = rule.instances_per_item
     if rule.adjudicator:
         rule_doc["adjudicator"] = rule.adjudicator
+    if shared_rules:
+        rule_doc["shared"] = {other: {"unit": r.unit, "depths": dict(r.depths), "judged": list(r.judged),
+                                      "relevant_from": r.relevant_from, "resolve": r.resolve, "source": r.source}
+                              for other, (_, r) in shared_rules.items()}
     ordered = {t: topics[t] for t in sorted(topics, key=_topic_key)}
     return Pool(task=task.id, rule=rule_doc, runs=run_meta, topics=ordered,
                 seed=secrets.randbits(31) if seed is None else int(seed))
+
+
+def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: str, depth_of: dict[str, int],
+               visual: dict[str, str] | None, topics: dict[str, dict[str, PoolItem]],
+               votes: dict[tuple[str, str], dict[tuple[str, str], float]], run_meta: list[dict[str, object]],
+               progress: Callable[[PoolRun, int], None] | None) -> None:
+    """Add each run's items to ``topics`` (one run read at a time)."""
+    for run in runs:
+        depth = depth_of[run.kind]
+        path = Path(run.path)
+        if not path.is_file():
+            raise SharedTaskError(f"{path}: no such run file", hint=f"run {run.name} ({run.kind})")
+        if rule.unit == "document":
+            lists, lines, digest = top_lists(path, layout, depth, task.output.run_bytes_bound)
+            for topic, taken in lists.items():
+                pool = topics.setdefault(topic, {})
+                for item, rank in taken:
+                    entry = pool.get(item)
+                    if entry is None:
+                        entry = pool[item] = PoolItem(item)
+                    entry.contributors.append((run.name, rank))
+        else:
+            per_topic, lines = _read(run, layout, rule.unit)
+            digest = sha256(path)
+            for topic, rows in per_topic.items():
+                pool = topics.setdefault(topic, {})
+                if rule.unit == "visual-id":
+                    assert visual is not None
+                    _take_visual(run, topic, rows, depth, visual, pool, votes)
+                    continue
+                for rank, (item, text) in enumerate(_answers(rows)[:depth], 1):
+                    entry = pool.get(item)
+                    if entry is None:
+                        entry = pool[item] = PoolItem(item, text=text)
+                    entry.contributors.append((run.name, rank))
+        run_meta.append({"name": run.name, "kind": run.kind, "file": path.name, "sha256": digest,
+                         "depth": depth, "lines": lines})
+        if progress is not None:
+            progress(run, lines)
+
+
+def _shared_rule(task: Task, other: str) -> tuple[Task, PoolingSpec]:
+    """The spec of a task whose runs join ``task``'s pool; it must declare so."""
+    from sharedtask.spec import load_task
+
+    other_task = load_task(other)
+    rule = pooling_rule(other_task)
+    if rule.shared_with != task.id:
+        raise SharedTaskError(f"task {other} is not judged in the pools of {task.id}",
+                              hint=f"its spec's pooling.shared_with is {rule.shared_with or 'not set'}")
+    if rule.unit == "visual-id":
+        raise SharedTaskError(f"task {other}: a visual-id pool cannot join another task's pool")
+    return other_task, rule
 
 
 def _topic_key(topic: str) -> tuple[str, int, str]:
@@ -310,8 +384,6 @@ Row = tuple[float, str, object]
 def _read(run: PoolRun, layout: str, unit: str) -> tuple[dict[str, list[Row]], int]:
     """One run as {topic: rows}, in file order, with the reader's precise errors."""
     path = Path(run.path)
-    if not path.is_file():
-        raise SharedTaskError(f"{path}: no such run file", hint=f"run {run.name} ({run.kind})")
     per_topic: dict[str, list[Row]] = {}
     get = per_topic.get
     reader = read_run(path, layout)
@@ -333,20 +405,16 @@ def _read(run: PoolRun, layout: str, unit: str) -> tuple[dict[str, list[Row]], i
     return per_topic, lines
 
 
-def _ranked(rows: list[Row], with_text: bool = False) -> list[tuple[str, str | None]]:
-    """trec_eval's order (score descending as a C float, ties by id descending), first
-    occurrence of each id only: [(item, answer text or None)]."""
-    scores = array("f", [r[0] for r in rows]).tolist()  # C floats, as trec_eval compares them
-    order = sorted(range(len(rows)), key=lambda i: (scores[i], rows[i][1]), reverse=True)
-    seen: set[str] = set()
-    out: list[tuple[str, str | None]] = []
-    for i in order:
-        doc = rows[i][1]
-        if doc in seen:
-            continue
-        seen.add(doc)
-        out.append((doc, rows[i][2] if with_text else None))  # type: ignore[misc]
-    return out
+def _answers(rows: list[Row]) -> list[tuple[str, str]]:
+    """Task 3: answers in trec_eval's order (score descending as a C float, ties by id
+    descending), the first line of each distinct answer only: [(answer id, text)]."""
+    firsts: dict[str, Row] = {}
+    for row in rows:
+        firsts.setdefault(row[1], row)
+    kept = list(firsts.values())
+    scores = array("f", [r[0] for r in kept]).tolist()
+    order = sorted(range(len(kept)), key=lambda i: (scores[i], kept[i][1]), reverse=True)
+    return [(kept[i][1], str(kept[i][2])) for i in order]
 
 
 def _take_visual(run: PoolRun, topic: str, rows: list[Row], depth: int, visual: Mapping[str, str],

@@ -213,14 +213,24 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
                 if f.role == "truth" or not f.required:
                     entry["required"] = False
                 files.append(entry)
-    doc = {"version": 1, "datasets": {dataset_id: {
-        "task": task.id, "title": f"{task.title}: new edition truth {name}"[:200], "files": files}}}
+    entry_doc: dict[str, object] = {"task": task.id, "title": f"{task.title}: new edition truth {name}"[:200],
+                                    "files": files}
+    if official is not None and official.irds and any("irds" in f for f in files):
+        entry_doc["irds"] = official.irds
+    if official is not None and official.checkout is not None and any("build" in f for f in files):
+        entry_doc["checkout"] = {"repository": official.checkout.repository, "commit": official.checkout.commit}
+    doc = {"version": 1, "datasets": {dataset_id: entry_doc}}
     local = registry.local_registry_dir()
     local.mkdir(parents=True, exist_ok=True)
     target = local / f"{task.id}--{name}.yml"
     tmp = target.with_name(target.name + ".part")
     tmp.write_text("# written by sharedtask qrels --register (sharedtask.edition.qrels)\n"
                    + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    try:  # the declaration must load as the shipped ones do, or it would break every registry read
+        registry._dataset(tmp, dataset_id, registry._read(tmp)["datasets"][dataset_id])
+    except SharedTaskError:
+        tmp.unlink(missing_ok=True)
+        raise
     manifest = {"dataset": dataset_id, "task": task.id, "files": placed}
     folder.mkdir(parents=True, exist_ok=True)
     (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
