@@ -248,8 +248,13 @@ def test_the_whole_edition_through_the_api_with_two_assessors(service):
     assert call(f"{url}/api/campaigns/{cid}/publish", "POST", tokens["org"])[0] == 200
     assert call(f"{url}/api/campaigns/{cid}/qrels", token=tokens["a"])[1] == qrels_text
 
+    # a run that finishes after the close is scored by the organizer's rescore
+    late = finished_run(factory, data_dir, "team-b", "late", run_text("late", "best"))
+    assert call(f"{url}/api/campaigns/{cid}/rescore", "POST", tokens["a"])[0] == 403
+    assert call(f"{url}/api/campaigns/{cid}/rescore", "POST", tokens["org"])[1]["scored_runs"] == 3
     # the board scores against the new qrels: pytrec_eval on the same run and qrels
     board = {r["run"]: r["scores"] for r in call(f"{url}/api/tasks/{TASK}/leaderboard", token=tokens["org"])[1]["runs"]}
+    assert late and board["team-b/late"]["ndcg_cut_5"] == board["team-a/best"]["ndcg_cut_5"]
     for name, order in (("team-a/best", "best"), ("team-b/worst", "worst")):
         run: dict[str, dict[str, float]] = {}
         for line in run_text("x", order).splitlines():

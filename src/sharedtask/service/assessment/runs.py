@@ -67,7 +67,7 @@ def kind_of(primary_ids: set[int], submission_id: int) -> str:
     return "primary" if submission_id in primary_ids else "alternate"
 
 
-def pool_runs(session: Session, task: Any) -> list[Any]:
+def pool_runs(session: Session, task: Any, dataset: str = "sample") -> list[Any]:
     """The runs to pool: every finished, valid, visible submission of the task with its kind."""
     from sharedtask.edition.pooling import PoolRun
     from sharedtask.runfile import find_run_file
@@ -79,9 +79,12 @@ def pool_runs(session: Session, task: Any) -> list[Any]:
     subs = session.scalars(select(Submission).where(Submission.task_id == task.id, Submission.status == "done",
                                                     Submission.valid.is_(True), Submission.hidden_reason.is_(None))
                            .order_by(Submission.id))
+    from sharedtask.service import phases
+
+    # the runs made on the server's dataset (a phase on other data is judged in a campaign of its own server)
     return [PoolRun(find_run_file(Path(s.run_dir), task.output.file), kind_of(marked, s.id),
                     pages.run_name(names[s.team_id], s))
-            for s in subs if s.run_dir]
+            for s in subs if s.run_dir and phases.dataset_name(session, s, dataset) == dataset]
 
 
 def build(service: Any, task: Any, depths: dict[str, int] | None, seed: int | None) -> dict[str, Any]:
@@ -90,7 +93,7 @@ def build(service: Any, task: Any, depths: dict[str, int] | None, seed: int | No
     from sharedtask.edition.pooling import build_pool
 
     with service.sessions() as session:
-        runs = pool_runs(session, task)
+        runs = pool_runs(session, task, service.config.dataset)
     if not runs:
         raise HTTPException(409, f"no finished valid run of {task.id} to pool yet")
     formulas = None

@@ -43,13 +43,28 @@ def register(service: Any, task: Any, campaign_id: int, judged: list[Any], pool_
         c = session.get(Campaign, campaign_id)
         assert c is not None
         c.status, c.qrels_path, c.qrels_sha256 = "closed", str(relevance), sha256(relevance)
-        for sub_id, scores, per_topic in scored:
-            sub = session.get(Submission, sub_id)
-            if sub is not None:
-                sub.scores, sub.per_topic = scores, per_topic
+        _store(session, scored)
         session.commit()
         body = campaign_json(session, c)
     return {**body, "dataset": dataset_id, "scored_runs": len(scored), "qrels": qrels.summary()}
+
+
+def _store(session: Any, scored: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> None:
+    for sub_id, scores, per_topic in scored:
+        sub = session.get(Submission, sub_id)
+        if sub is not None:
+            sub.scores, sub.per_topic = scores, per_topic
+
+
+def rescore_closed(service: Any, task: Any, campaign: Campaign) -> int:
+    """Score the task's finished runs again against a closed campaign's qrels (runs that finished
+    after the close were scored by the executor against the dataset's own truth)."""
+    truth_dir = Path(campaign.qrels_path).parent
+    scored = rescore(service, task, truth_dir)
+    with service.write_sessions()() as session:
+        _store(session, scored)
+        session.commit()
+    return len(scored)
 
 
 def rescore(service: Any, task: Any, truth_dir: Path) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
@@ -59,10 +74,13 @@ def rescore(service: Any, task: Any, truth_dir: Path) -> list[tuple[int, dict[st
     from sharedtask.runfile import find_run_file
 
     input_dir = load_manifest(service.config.manifest).dataset(task, service.config.dataset).input_dir
-    with service.sessions() as session:
+    from sharedtask.service import phases
+
+    with service.sessions() as session:  # the runs made on the data the qrels judge: the server's dataset
         runs = [(s.id, s.run_dir) for s in session.scalars(
             select(Submission).where(Submission.task_id == task.id, Submission.status == "done",
-                                     Submission.valid.is_(True), Submission.run_dir.is_not(None)))]
+                                     Submission.valid.is_(True), Submission.run_dir.is_not(None)))
+                if phases.dataset_name(session, s, service.config.dataset) == service.config.dataset]
     out = []
     for sub_id, run_dir in runs:
         try:

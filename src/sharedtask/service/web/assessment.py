@@ -310,6 +310,19 @@ def close_campaign(campaign_id: int, request: Request, service: State) -> dict[s
         raise _user(exc) from None
 
 
+@router.post("/api/campaigns/{campaign_id}/rescore", tags=["organizer"],
+             summary="Score the task's finished runs again against a closed campaign's qrels")
+def rescore_campaign(campaign_id: int, request: Request, service: State) -> dict[str, Any]:
+    from sharedtask.service.assessment import truth
+
+    _organizer(service, request)
+    with service.sessions() as session:
+        c = campaigns.get_campaign(session, campaign_id)
+    if c.status != "closed" or not c.qrels_path:
+        raise HTTPException(409, "only a closed campaign's qrels score runs")
+    return {"campaign": campaign_id, "scored_runs": truth.rescore_closed(service, task_of(service, c.task_id), c)}
+
+
 @router.post("/api/campaigns/{campaign_id}/publish", tags=["organizer"], summary="Let everyone see the qrels")
 def publish_campaign(campaign_id: int, request: Request, service: State) -> dict[str, Any]:
     _organizer(service, request)
