@@ -107,8 +107,15 @@ def open_campaign(service: Any, task: Any, pool_id: int, assigned: dict[str, str
             session.flush()
             session.add_all(Judgment(campaign_id=campaign.id, topic=t, item=i, assessor_id=people[a], position=p,
                                      double=d, saves=0) for t, i, a, p, d in plan(order, assigned, share, seed))
-            folder.rename(campaign_dir(service, campaign.id))
-            session.commit()
+            final = campaign_dir(service, campaign.id)
+            if final.exists():  # left by a campaign whose commit failed (SQLite may reuse its id)
+                shutil.rmtree(final)
+            folder.rename(final)
+            try:
+                session.commit()
+            except Exception:
+                shutil.rmtree(final, ignore_errors=True)
+                raise
     finally:
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
