@@ -404,3 +404,20 @@ def test_a_server_killed_mid_session_loses_no_acknowledged_judgment_and_duplicat
         assert all(r.grade is not None for r in rows)  # and every one judged in the end
     finally:
         stop(served)
+
+
+@pytest.mark.parametrize("name, words", [("", "invalid assessor name ''"), ("a b", "invalid assessor name 'a b'"),
+                                         ("alice", "an assessor named 'alice' exists already")])
+def test_new_assessor_refuses_a_bad_or_taken_name_in_one_line(tmp_path, name, words):
+    import subprocess
+    import sys
+
+    def new(who: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sharedtask", "serve", "--data-dir", str(tmp_path / "d"),
+                               "--new-assessor", who], capture_output=True, text=True, timeout=120)
+
+    first = new("alice")
+    assert first.returncode == 0 and first.stdout.strip().startswith("as_")
+    got = new(name)
+    assert got.returncode == 2 and got.stdout == "", got
+    assert words in got.stderr and len(got.stderr.strip().splitlines()) == 1 and "Traceback" not in got.stderr
