@@ -226,6 +226,9 @@ def test_the_whole_edition_through_the_api_with_two_assessors(service):
     page = call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["org"])[1]
     assert f"campaign {cid} · open" in page and f"{len(pairs)} items judged by two" in page
     assert f"{kappa(a_grades, b_grades):.3f} graded" in page
+    both_zero = sum(1 for x, y in zip(a_grades, b_grades) if x == y == 0)  # the matrix's first cell, by hand
+    first = agreement["assessors"][0]  # (a diagonal cell: the same whichever assessor is the rows)
+    assert f'<th scope="row">{first} 0</th><td>{both_zero}</td>' in page
     assert all(f"<td>{p['judged']} of {p['items']}</td>" in page for p in live["progress"])
     assert call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["a"])[0] == 403
     assert call(f"{url}/organizer/tasks/{TASK}/assessment", token=tokens["alice"])[0] == 401

@@ -139,6 +139,14 @@ def organizer_page(task_id: str, runs: list[dict[str, Any]], pools: list[dict[st
                  f"{_num(a['cohen_kappa'])} graded, {_num(a['cohen_kappa_binary'])} binarized"
                  + (f", Krippendorff's α {_num(a.get('krippendorff_alpha'))}" if 'krippendorff_alpha' in a else "")
                  + "</p>")
+        if a and "confusion" in a:  # two assessors: their confusion matrix (rows: the first, columns: the second)
+            first, second = a["assessors"]
+            labels, matrix = a["confusion"]["labels"], a["confusion"]["matrix"]
+            head = "".join(f'<th scope="col">{e(second)} {g}</th>' for g in labels)
+            body_rows = "".join(f'<tr><th scope="row">{e(first)} {g}</th>' + "".join(f"<td>{n}</td>" for n in row)
+                                + "</tr>" for g, row in zip(labels, matrix))
+            agree += (f'<table class="confusion"><caption>confusion matrix</caption><thead><tr><td></td>{head}'
+                      f"</tr></thead><tbody>{body_rows}</tbody></table>")
         actions = ""
         if c["status"] != "closed":
             actions += (f'<form method="post" action="/organizer/campaigns/{c["id"]}/close">'
