@@ -49,8 +49,19 @@ def _grades(entries: list[dict[str, Any]]) -> tuple[Grade, ...]:
                         key=lambda g: -g.grade))
 
 
+#: read once per spec file: every save checks its grade against them
+_KEPT: dict[tuple[str, str], Scales] = {}
+
+
 def scales_of(task: Any) -> Scales:
     """The task's scales; a task without an ``assessment:`` block cannot be judged in the service."""
+    key = (task.id, str(task.source_path))
+    if key not in _KEPT:
+        _KEPT[key] = _scales(task)
+    return _KEPT[key]
+
+
+def _scales(task: Any) -> Scales:
     block = (task.raw or {}).get("assessment")
     if not block:
         raise SharedTaskError(f"task {task.id} declares no judging scale",
