@@ -124,7 +124,11 @@ def test_cli_json_and_errors(tmp_path: Path) -> None:
     done = subprocess.run([*cli, "agreement", str(a), str(b), str(c), "--task", "arqmath-3-task1", "--json"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "krippendorff_alpha" in json.loads(done.stdout)
+    out = json.loads(done.stdout)
+    assert "krippendorff_alpha" in out and out["assessors"] == ["a", "b", "c"]
+    done = subprocess.run([*cli, "agreement", f"ann={a}", f"bob={b}", "--task", "arqmath-3-task1", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout)["assessors"] == ["ann", "bob"]
     bad = tmp_path / "bad.qrels"
     bad.write_text("A.301 0 1 2\nA.301 0 1 x\n")
     done = subprocess.run([*cli, "agreement", str(a), str(bad), "--task", "arqmath-3-task1"],

@@ -96,7 +96,7 @@ def test_qrels_command_from_judged_folder(tmp_path: Path) -> None:
     assert "cid.qrels:1" in line and "not in the pool" in line
 
 
-@pytest.mark.parametrize("task_id", ["arqmath-3-task1", "touche-2021-task1"])
+@pytest.mark.parametrize("task_id", ["arqmath-3-task1", "arqmath-3-task2", "touche-2021-task1"])
 def test_demo_edition(tmp_path: Path, task_id: str) -> None:
     env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}
     done = cli("demo", "--edition", "--task", task_id, "--runs", str(REFERENCE / task_id),

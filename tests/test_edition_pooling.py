@@ -238,6 +238,17 @@ def test_invalid_run_names_file_line_and_column(tmp_path: Path) -> None:
         build_pool(task, [PoolRun(bad, "primary", "bad")])
     assert str(err.value).startswith(f"{bad}:2:")
     assert "rank" in str(err.value)
+    shifted = tmp_path / "shifted.tsv"  # 4 + 6 columns: 10 tokens, as two good lines would have
+    shifted.write_text("A.301\t1\t1\t0.5\nA.301\t2\t2\t0.4\ttag\textra\n")
+    from sharedtask.edition.toplists import _fast
+
+    assert _fast(shifted.read_bytes(), "arqmath-task1", 45) is None
+    with pytest.raises(FormatError, match=r"shifted.tsv:1\b"):
+        build_pool(task, [PoolRun(shifted, "primary", "s")])
+    other = tmp_path / "touche.txt"  # a Touché run given for an ARQMath task
+    other.write_text("51 Q0 S0a1b2c3d-A0a1b2c3d 1 2.0 tag\n")
+    with pytest.raises(FormatError, match="not a topic id of arqmath-3-task1"):
+        build_pool(task, [PoolRun(other, "primary", "t")])
     with pytest.raises(SharedTaskError, match="named 'x'"):
         build_pool(task, [PoolRun(bad, "primary", "x"), PoolRun(bad, "alternate", "x")])
     with pytest.raises(SharedTaskError, match="not pooled"):
@@ -272,3 +283,23 @@ def test_task3_answers_join_task1_pool(tmp_path: Path) -> None:
     assert back.item_task("A.301", same.item) == "arqmath-3-task3"
     with pytest.raises(SharedTaskError, match="not judged in the pools"):
         build_pool(task1, [PoolRun(r1, "primary", "x", task="touche-2021-task1")])
+
+
+def test_worker_processes_give_the_same_pool(tmp_path: Path) -> None:
+    rng = random.Random(21)
+    task = load_task("arqmath-3-task1")
+    runs = []
+    for i in range(5):
+        path = tmp_path / f"run{i}.tsv"
+        random_run(rng, path, "arqmath-task1", ["A.301", "A.302"], [str(d) for d in range(150)], 100)
+        runs.append(PoolRun(path, "alternate" if i == 3 else "primary", f"r{i}"))
+    serial = build_pool(task, runs, seed=1, workers=1)
+    parallel = build_pool(task, runs, seed=1, workers=2)
+    assert actual_pool(parallel) == actual_pool(serial)
+    assert [it.contributors for t in serial.topics for it in serial.items(t)] == \
+        [it.contributors for t in parallel.topics for it in parallel.items(t)]  # same order too
+    assert parallel.runs == serial.runs
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("A.301\t1\t1\t0.5\ttag\nA.301\t2\tx\t0.4\ttag\n")
+    with pytest.raises(FormatError, match=":2:"):
+        build_pool(task, [*runs, PoolRun(bad, "primary", "bad")], workers=2)

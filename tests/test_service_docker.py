@@ -60,7 +60,7 @@ def submit(server: Served, token: str, image: str, *extra: str) -> tuple[int, di
 
 
 def test_quick_starts_submit_run_score_publish_archive(served, images, docker_client):
-    """The README's organizer and participant quick starts, end to end."""
+    """docs/organizers.md's submission service, the organizer's and the teams' side, end to end."""
     org, team_a, team_b = served.token(), served.token("team-a"), served.token("team-b")
     run_text = perfect_run("teamA")
     image = images("perfect", run_text)

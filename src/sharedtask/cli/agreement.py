@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         epilog="example: sharedtask agreement ann.qrels bob.qrels --task arqmath-3-task1 --json",
     )
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="one assessor's qrels ([NAME=]FILE)")
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="one assessor's qrels, named after the file or NAME=FILE")
     parser.add_argument("--task", required=True, metavar="ID", help="task id (its binarization)")
     parser.add_argument("--json", action="store_true", help="JSON on stdout")
     parser.set_defaults(func=_main)
@@ -38,8 +39,11 @@ def _main(args: argparse.Namespace) -> int:
     if len(args.files) < 2:
         raise SharedTaskError("agreement needs at least two assessors' files")
     grades = {}
-    for path in args.files:
-        name = path.stem
+    for text in args.files:
+        name, sep, given = text.partition("=")
+        path = Path(given if sep and name else text)
+        if not (sep and name):
+            name = path.name.split(".")[0]
         while name in grades:
             name += "'"
         grades[name] = read_grades(path)

@@ -31,16 +31,18 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 import random
 import secrets
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.formats._io import atomic_text_writer
 from sharedtask.formats.layouts import RUN_LAYOUTS
 from sharedtask.edition.toplists import top_lists
 from sharedtask.formats.trec import read_run
@@ -116,19 +118,19 @@ class Pool:
         """Write ``pool.tsv`` and ``pool.json`` (and ``instances.tsv`` / ``answers.tsv``)."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        with _atomic(out_dir / POOL_TSV) as fh:
+        with atomic_text_writer(out_dir / POOL_TSV) as fh:
             for topic, items in self.topics.items():
                 for entry in items.values():
                     ranks = "\t".join(f"{run}:{rank}" for run, rank in entry.contributors)
                     fh.write(f"{topic}\t{entry.item}\t{ranks}\n")
         if self.rule.get("unit") == "visual-id":
-            with _atomic(out_dir / INSTANCES_TSV) as fh:
+            with atomic_text_writer(out_dir / INSTANCES_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
                         for formula, post in entry.instances:
                             fh.write(f"{topic}\t{entry.item}\t{formula}\t{post}\n")
         if any(entry.text is not None for items in self.topics.values() for entry in items.values()):
-            with _atomic(out_dir / ANSWERS_TSV) as fh:
+            with atomic_text_writer(out_dir / ANSWERS_TSV) as fh:
                 for topic, items in self.topics.items():
                     for entry in items.values():
                         if entry.text is not None:
@@ -142,28 +144,9 @@ class Pool:
             "items": sum(self.counts().values()),
             "display_seed": self.seed,
         }
-        with _atomic(out_dir / POOL_JSON) as fh:
+        with atomic_text_writer(out_dir / POOL_JSON) as fh:
             json.dump(meta, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
-
-
-class _atomic:
-    """A text file written under a temporary name and renamed into place when complete."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.tmp = path.with_name(path.name + ".part")
-
-    def __enter__(self):  # noqa: ANN204 - a text handle
-        self.fh = self.tmp.open("w", encoding="utf-8", newline="\n")
-        return self.fh
-
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
-        self.fh.close()
-        if exc_type is None:
-            self.tmp.replace(self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
 
 
 def read_pool(folder: Path) -> Pool:
@@ -233,13 +216,14 @@ def pooling_rule(task: Task) -> PoolingSpec:
 
 def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int] | None = None,
                seed: int | None = None, formulas: Path | None = None,
-               progress: Callable[[PoolRun, int], None] | None = None) -> Pool:
+               progress: Callable[[PoolRun, int], None] | None = None, workers: int | None = None) -> Pool:
     """Pool ``runs`` by the task's rule (module docstring).
 
     ``depths`` overrides the spec's depth per kind; ``seed`` fixes the display order (a
     random one is drawn and recorded otherwise); ``formulas`` is the formula index (file,
     folder or glob) that maps Task 2 formula ids to visual ids. ``progress`` is called after
-    each run with the run and its line count.
+    each run with the run and its line count. ``workers``: processes reading runs at once
+    (default: by the runs' size, :func:`_document_lists`).
     """
     rule = pooling_rule(task)
     depth_of = dict(rule.depths)
@@ -282,7 +266,7 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
     gc_was_on = gc.isenabled()
     gc.disable()  # hundreds of thousands of small objects that live as long as the pool: no cycles to find
     try:
-        _pool_runs(task, rule, own, layout, depth_of, visual, topics, votes, run_meta, progress)
+        _pool_runs(task, rule, own, layout, depth_of, visual, topics, votes, run_meta, progress, workers)
         for other, other_runs in shared.items():
             other_task, other_rule = shared_rules[other]
             _pool_runs(other_task, other_rule, other_runs, RUN_LAYOUTS[other_task.output.format].short,
@@ -320,15 +304,21 @@ def build_pool(task: Task, runs: Sequence[PoolRun], *, depths: Mapping[str, int]
 def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: str, depth_of: dict[str, int],
                visual: dict[str, str] | None, topics: dict[str, dict[str, PoolItem]],
                votes: dict[tuple[str, str], dict[tuple[str, str], float]], run_meta: list[dict[str, object]],
-               progress: Callable[[PoolRun, int], None] | None) -> None:
-    """Add each run's items to ``topics`` (one run read at a time)."""
+               progress: Callable[[PoolRun, int], None] | None, workers: int | None = 1) -> None:
+    """Add each run's items to ``topics`` (one run read at a time, or a few at once in worker
+    processes: see :func:`_document_lists`)."""
     for run in runs:
-        depth = depth_of[run.kind]
         path = Path(run.path)
         if not path.is_file():
             raise SharedTaskError(f"{path}: no such run file", hint=f"run {run.name} ({run.kind})")
-        if rule.unit == "document":
-            lists, lines, digest = top_lists(path, layout, depth, task.output.run_bytes_bound)
+    documents = _document_lists(runs, layout, depth_of, task.output.run_bytes_bound, workers) \
+        if rule.unit == "document" else None
+    for run in runs:
+        depth = depth_of[run.kind]
+        path = Path(run.path)
+        if documents is not None:
+            lists, lines, digest = next(documents)
+            _check_ids(task, path, lists)
             for topic, taken in lists.items():
                 pool = topics.setdefault(topic, {})
                 for item, rank in taken:
@@ -354,6 +344,52 @@ def _pool_runs(task: Task, rule: PoolingSpec, runs: Sequence[PoolRun], layout: s
                          "depth": depth, "lines": lines})
         if progress is not None:
             progress(run, lines)
+
+
+def _check_ids(task: Task, path: Path, lists: Mapping[str, list[tuple[str, int]]]) -> None:
+    """Every topic of a run and every pooled document id follow the task's id patterns
+    (a run of another task, or ids an assessor could never look up, must not enter a pool)."""
+    topic_re = task.output.pattern("topic")
+    doc_re = task.output.pattern("document")
+    for topic, taken in lists.items():
+        if topic_re is not None and not topic_re.fullmatch(topic):
+            raise FormatError(path, f"topic {topic!r} is not a topic id of {task.id}",
+                              hint=f"topic ids match {topic_re.pattern}; is this a run of another task?")
+        for doc, _ in taken:
+            if doc_re is not None and not doc_re.fullmatch(doc):
+                raise FormatError(path, f"document {doc!r} of topic {topic} is not a document id of {task.id}",
+                                  hint=f"document ids match {doc_re.pattern}")
+
+
+#: Below this many bytes of runs, worker processes cost more than they save.
+PARALLEL_BYTES = 32 << 20
+
+
+def _document_lists(runs: Sequence[PoolRun], layout: str, depth_of: Mapping[str, int], bound: int,
+                    workers: int | None) -> Iterator[tuple[dict[str, list[tuple[str, int]]], int, str]]:
+    """Each run's top lists, in the runs' order. ``workers`` processes read runs at once
+    (None: one per CPU, at most 4, when the runs hold more than PARALLEL_BYTES; else 1):
+    reading is CPU-bound Python and numpy, so threads would not help. The processes start
+    from a fresh interpreter (forkserver), not a fork of this one with its threads."""
+    jobs = [(Path(run.path), layout, depth_of[run.kind], bound) for run in runs]
+    if workers is None:
+        size = sum(path.stat().st_size for path, *_ in jobs)
+        workers = min(os.cpu_count() or 1, 4) if size > PARALLEL_BYTES else 1
+    if workers <= 1 or len(jobs) < 2:
+        for job in jobs:
+            yield top_lists(*job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                          else "spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        yield from pool.map(_top_lists_job, jobs, chunksize=1)
+
+
+def _top_lists_job(job: tuple[Path, str, int, int]) -> tuple[dict[str, list[tuple[str, int]]], int, str]:
+    return top_lists(*job)
 
 
 def _shared_rule(task: Task, other: str) -> tuple[Task, PoolingSpec]:

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.formats._io import atomic_text_writer
 from sharedtask.formats.trec import write_qrels
 from sharedtask.spec import Task
 
@@ -233,7 +234,8 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
         raise
     manifest = {"dataset": dataset_id, "task": task.id, "files": placed}
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with atomic_text_writer(folder / store.MANIFEST) as fh:
+        fh.write(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     provenance: dict[str, object] = {"dataset": dataset_id, "registered": _now(), **qrels.summary(),
                                      "sha256": {k: v["sha256"] for k, v in placed.items()}}
     if pool is not None:
@@ -247,7 +249,8 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
     if note:
         provenance["note"] = note
     provenance.update(extra or {})
-    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n", encoding="utf-8")
+    with atomic_text_writer(folder / "provenance.json") as fh:
+        fh.write(json.dumps(provenance, indent=2) + "\n")
     tmp.replace(target)  # declared last: a dataset is registered only once its files are in place
     registry.all_datasets.cache_clear()
     return dataset_id

@@ -74,8 +74,8 @@ def _fast(data: bytes, layout: str, depth: int) -> tuple[TopLists, int] | None:
     starts = np.flatnonzero(space[:-1] & ~space[1:]) + 1  # first byte of each token but the first
     if not space[0]:
         starts = np.concatenate(([0], starts))
-    line_of = np.searchsorted(np.flatnonzero(raw == 0x0A), starts)  # newlines before: the line index
-    per_line = np.bincount(line_of)
+    before = np.searchsorted(starts, np.flatnonzero(raw == 0x0A))  # tokens before each newline
+    per_line = np.diff(np.concatenate(([0], before, [len(starts)])))  # tokens on each line
     per_line = per_line[per_line > 0]  # blank lines are skipped, as the reader does
     tokens = data.split()
     if not tokens:
@@ -92,7 +92,7 @@ def _fast(data: bytes, layout: str, depth: int) -> tuple[TopLists, int] | None:
         scores = np.fromiter(map(float, tokens[score_col::ncols]), dtype=np.float64, count=len(per_line))
     except ValueError:
         return None  # the reader names the line and column
-    topics, t_inv = np.unique(np.array(tokens[0::ncols]), return_inverse=True)
+    topics, t_inv = _topic_ids(np.array(tokens[0::ncols]))
     docs, d_inv = np.unique(np.array(tokens[doc_col::ncols]), return_inverse=True)
     t_inv = t_inv.ravel()
     d_inv = d_inv.ravel()
@@ -113,6 +113,17 @@ def _fast(data: bytes, layout: str, depth: int) -> tuple[TopLists, int] | None:
             rows = out[topic] = []
         rows.append((docs[d].decode(), p))
     return out, int(len(per_line))
+
+
+def _topic_ids(column: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+    """(topic names, each line's topic index): by runs of equal topics, as runs list a topic's
+    lines together; cheaper than sorting the column, and right in any order."""
+    cut = np.flatnonzero(column[1:] != column[:-1]) + 1
+    starts = np.concatenate(([0], cut))
+    ids: dict[bytes, int] = {}
+    segment = np.fromiter((ids.setdefault(name, len(ids)) for name in column[starts].tolist()), dtype=np.int64,
+                          count=len(starts))
+    return list(ids), np.repeat(segment, np.diff(np.append(starts, len(column))))
 
 
 def _slow(path: Path, layout: str, depth: int) -> tuple[TopLists, int]:

@@ -424,18 +424,18 @@ def _scan_trec_parts(parts, plans, top5_ties: bool) -> _TrecScan:
     count the topics with equal ranks at the top-5 cut (only the official Touché nDCG@5 needs it)."""
     scan = _TrecScan(values={spec.key: {} for spec, _, _ in plans})
     for part in parts:
-        scan.topics.update(part.rows)
+        scan.topics.update(part.topics)
         scan.duplicates += part.duplicates
         if top5_ties:
             scan.top5_ties += touche.rank_ties_in_top5(part)
-        ties, contradictions = trec.count_order_changes(part.rows)
+        ties, contradictions = part.order_changes()
         scan.order_ties += ties
         scan.contradictions += contradictions
         scores = None
         for spec, measure, qrels in plans:
             if qrels is None:
                 continue
-            mine = {t: qrels[t] for t in part.rows if t in qrels}
+            mine = {t: qrels[t] for t in part.topics if t in qrels}
             if not mine:
                 continue
             if measure.trec_eval is not None:

@@ -2,7 +2,7 @@
 Namespace that enforces the restricted Pod Security Standard.
 
 Rendered only: no cluster exists where this was written, so nothing here has run
-on one (README, "The path to Kubernetes"). Every field comes from the same
+on one (docs/operators.md, "The path to Kubernetes"). Every field comes from the same
 :class:`~sharedtask.sandbox.policy.Policy` the Docker sandbox enforces, mapped to
 the Kubernetes API (v1 Job, PodSecurityContext/SecurityContext, ResourceRequirements,
 EmptyDir sizeLimit, networking.k8s.io/v1 NetworkPolicy, RuntimeClass), built with the
