@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 
 from service_helpers import (SAMPLE, TASK, RecordingExecutor, ThreadServer, call, database,  # noqa: F401
                              postgres_server)
+from test_service_crowd import in_parallel as race
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.assessment.people import create_assessor
 from sharedtask.service.db import make_engine, migrate, sessions
@@ -82,17 +83,6 @@ def finished_run(factory, data_dir: Path, team: str, tag: str, text: str) -> int
         (run_dir / "run.txt").write_text(text)
         sub.run_dir = str(run_dir)
         return sub.id
-
-
-def race(n: int, action: Any) -> list[Any]:
-    barrier = threading.Barrier(n)
-
-    def go(i: int) -> Any:
-        barrier.wait()
-        return action(i)
-
-    with ThreadPoolExecutor(n) as pool:
-        return list(pool.map(go, range(n)))
 
 
 def kappa(a: list[int], b: list[int]) -> float:
@@ -210,7 +200,6 @@ def test_the_whole_edition_through_the_api_with_two_assessors(service):
     with factory() as session:
         rows = session.execute(select(Judgment.topic, Judgment.item, Judgment.assessor_id, Judgment.grade,
                                       Judgment.double)).all()
-        names = dict(session.execute(select(Team.id, Team.name)).all())  # noqa: F841 - assessors are apart
     assert len(rows) == len(saved["alice"]) + len(saved["bob"])  # no row lost or duplicated
     doubles = {(r.topic, r.item) for r in rows if r.double}
     pairs = sorted(doubles)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -49,8 +50,9 @@ def hostile_dataset(tmp_path: Path) -> Path:
     return manifest
 
 
-def test_the_assessors_page_renders_formulae_and_runs_nothing_from_a_hostile_post(tmp_path, database,
-                                                                                    hostile_dataset):
+def served(tmp_path: Path, database: str, task: str, run: str, **config: Any) -> tuple[ThreadServer, Any, str, str]:
+    """A server in a thread over a fresh database: the organizer, assessor alice, and team-a's one
+    finished run of ``task`` (``run`` as its run file, as the executor leaves one)."""
     engine = make_engine(database)
     migrate(engine)
     factory = sessions(engine)
@@ -61,18 +63,24 @@ def test_the_assessors_page_renders_formulae_and_runs_nothing_from_a_hostile_pos
         session.add(image)
         session.flush()
         who = session.scalar(select(Team).where(Team.name == "team-a"))
-        sub = Submission(team_id=who.id, task_id=TASK, image_id=image.id, image_name="x", tag="r", status="done",
+        sub = Submission(team_id=who.id, task_id=task, image_id=image.id, image_name="x", tag="r", status="done",
                          run_status="success", valid=True)
         session.add(sub)
         session.flush()
         run_dir = tmp_path / "data" / "runs" / str(sub.id)
         run_dir.mkdir(parents=True)
-        (run_dir / "run.txt").write_text("A.301\t99999\t1\t10.0\tr\nA.301\t12\t2\t9.0\tr\n")
+        (run_dir / "run.txt").write_text(run)
         sub.run_dir = str(run_dir)
-    config = ServiceConfig(data_dir=tmp_path / "data", max_upload=64 * 1024, task_ids=[TASK],
-                           manifest=hostile_dataset, dataset="hostile")
-    app = create_app(factory, RecordingExecutor(), config)
-    with ThreadServer(app) as server:
+    app = create_app(factory, RecordingExecutor(), ServiceConfig(data_dir=tmp_path / "data", max_upload=65536,
+                                                                 task_ids=[task], **config))
+    return ThreadServer(app), factory, org, alice
+
+
+def test_the_assessors_page_renders_formulae_and_runs_nothing_from_a_hostile_post(tmp_path, database,
+                                                                                    hostile_dataset):
+    server, _, org, alice = served(tmp_path, database, TASK, "A.301\t99999\t1\t10.0\tr\nA.301\t12\t2\t9.0\tr\n",
+                                   manifest=hostile_dataset, dataset="hostile")
+    with server:
         url = server.url
         status, pool = call(f"{url}/api/tasks/{TASK}/pools", "POST", org, {"seed": 5})
         assert status == 201, pool
@@ -111,29 +119,11 @@ def test_an_assessor_judges_with_the_keyboard_resumes_after_a_reload_and_changes
     from sharedtask.service.models import Judgment
 
     monkeypatch.setenv("SHAREDTASK_DATA", str(tmp_path / "store"))
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        org, alice = organizer_token(session), create_assessor(session, "alice")[1]
-        create_team(session, "team-a")
-        image = Image(archive_sha256="a" * 64, docker_id="sha256:" + "b" * 64, size=1)
-        session.add(image)
-        session.flush()
-        who = session.scalar(select(Team).where(Team.name == "team-a"))
-        sub = Submission(team_id=who.id, task_id=TOUCHE, image_id=image.id, image_name="x", tag="r", status="done",
-                         run_status="success", valid=True)
-        session.add(sub)
-        session.flush()
-        run_dir = tmp_path / "data" / "runs" / str(sub.id)
-        run_dir.mkdir(parents=True)
-        docs = [line.split()[2] for line in (TOUCHE_SAMPLE / "truth" / "qrels.txt").read_text().splitlines()
-                if line.startswith("51 ")][:4]
-        (run_dir / "run.txt").write_text("".join(f"51 Q0 {d} {i} {10 - i} r\n" for i, d in enumerate(docs, 1)))
-        sub.run_dir = str(run_dir)
-    app = create_app(factory, RecordingExecutor(), ServiceConfig(data_dir=tmp_path / "data", max_upload=65536,
-                                                                 task_ids=[TOUCHE]))
-    with ThreadServer(app) as server:
+    docs = [line.split()[2] for line in (TOUCHE_SAMPLE / "truth" / "qrels.txt").read_text().splitlines()
+            if line.startswith("51 ")][:4]
+    server, factory, org, alice = served(tmp_path, database, TOUCHE,
+                                         "".join(f"51 Q0 {d} {i} {10 - i} r\n" for i, d in enumerate(docs, 1)))
+    with server:
         url = server.url
         pool = call(f"{url}/api/tasks/{TOUCHE}/pools", "POST", org, {"seed": 2})[1]
         cid = call(f"{url}/api/tasks/{TOUCHE}/campaigns", "POST", org,

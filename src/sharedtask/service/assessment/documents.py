@@ -83,8 +83,6 @@ def text_html(text: str) -> str:
 def topics_html(task: Any, input_dir: Path) -> dict[str, str]:
     """Each topic as its readers see it: ARQMath the question with its formulae (Task 2: and the
     query formula marked), Touché title, description and narrative."""
-    from sharedtask.spec import load_task  # noqa: F401 - the task is loaded already
-
     family = task.family
     if family.startswith("arqmath"):
         from sharedtask.formats.arqmath import read_arqmath_topics

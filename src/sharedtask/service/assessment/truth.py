@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from sharedtask.service.models import Campaign, Submission, utcnow
+from sharedtask.service.models import Campaign, Submission
 
 log = logging.getLogger("sharedtask.service")
 
