@@ -413,3 +413,32 @@ def test_new_assessor_refuses_a_bad_or_taken_name_in_one_line(tmp_path, name, wo
     got = new(name)
     assert got.returncode == 2 and got.stdout == "", got
     assert words in got.stderr and len(got.stderr.strip().splitlines()) == 1 and "Traceback" not in got.stderr
+
+
+def test_the_organizer_pools_opens_closes_and_publishes_from_the_page(service):
+    """The organizer's page's forms (url-encoded posts, as a browser sends them) do what the API does."""
+    import urllib.parse
+
+    url, factory, data_dir, tokens = service
+    finished_run(factory, data_dir, "team-a", "best", run_text("best", "best"))
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+    def post(path: str, fields: dict[str, str], token: str = tokens["org"]) -> tuple[int, Any]:
+        return call(f"{url}{path}", "POST", token, data=urllib.parse.urlencode(fields).encode(), headers=form)
+
+    assert post(f"/organizer/tasks/{TASK}/pools", {"seed": "3"}, tokens["a"])[0] == 403
+    status, page = post(f"/organizer/tasks/{TASK}/pools", {"seed": "3"})  # 303, followed to the page
+    assert status == 200 and "pool 1:" in page, page[:300]
+    status, page = post(f"/organizer/tasks/{TASK}/campaigns",
+                        {"pool": "1", "assign": "51=alice\n52=bob\n", "double_share": "0.5", "seed": "1"})
+    assert status == 200 and "campaign 1 · open" in page
+    assert {e["topic"] for e in call(f"{url}/api/assess/topics", token=tokens["alice"])[1]} >= {"51"}
+    status, body = post(f"/organizer/tasks/{TASK}/campaigns", {"pool": "1", "assign": "51 alice"})
+    assert status == 422 and "topic=assessor" in body["detail"]
+    judge_all(url, tokens["alice"], lambda t, d: TRUTH[t].get(d, 0))
+    judge_all(url, tokens["bob"], lambda t, d: TRUTH[t].get(d, 0))
+    status, page = post("/organizer/campaigns/1/close", {})
+    assert status == 200 and "campaign 1 · closed" in page and "publish the qrels" in page
+    assert call(f"{url}/api/campaigns/1/qrels", token=tokens["a"])[0] == 404
+    assert post("/organizer/campaigns/1/publish", {})[0] == 200
+    assert call(f"{url}/api/campaigns/1/qrels", token=tokens["a"])[0] == 200
