@@ -42,6 +42,8 @@ class Family:
       ``(task, dataset folder, wanted ids) -> {id: Document}``: what a re-ranker reads;
     - ``corpus_documents`` ``(task, dataset folder) -> iterator of (id, Document)``: the whole
       corpus streamed, for TIRA's ir_datasets layout (``documents.jsonl``), where it exists;
+    - ``assessment_topics`` ``(task, dataset folder) -> {topic: HTML}`` and ``assessment_items``
+      ``(task, dataset folder, wanted ids) -> {item: HTML}``: what an assessor sees (the service);
     - ``template`` / ``approach``: the scaffold's run.py template and what it does.
     """
 
@@ -58,6 +60,8 @@ class Family:
     rerank_queries: str | None = None
     rerank_documents: str | None = None
     corpus_documents: str | None = None
+    assessment_topics: str | None = None
+    assessment_items: str | None = None
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -16,4 +16,6 @@ register(Family(
     corpus_documents="sharedtask.rerank.texts:touche_corpus",
     template="run_touche.py",
     approach="term overlap of each argument with the topic title, one streamed pass over args.me",
+    assessment_topics="sharedtask.service.assessment.documents:touche_topics_html",
+    assessment_items="sharedtask.service.assessment.documents:argument_items_html",
 ))
