@@ -43,7 +43,8 @@ def test_every_family_in_a_base_layer_is_registered() -> None:
 def test_every_hook_of_a_family_resolves_to_a_function(name: str) -> None:
     family = families.get(name)
     hooks = [family.evaluator, *family.known_ids.values()]
-    hooks += [h for h in (family.rerank_queries, family.rerank_documents) if h is not None]
+    hooks += [h for h in (family.rerank_queries, family.rerank_documents, family.corpus_documents,
+                          family.assessment_topics, family.assessment_items) if h is not None]
     for hook in hooks:
         assert callable(families.resolve(hook)), hook
 

@@ -69,8 +69,9 @@ class InputContract:
 class RerankContract:
     """A re-ranking stage: its submissions read a previous stage's top ``depth`` per topic.
 
-    The candidates reach the container as ``$inputRun/rerank.jsonl.gz`` next to the first
-    stage's ``run.txt`` (docs/pipelines.md), as TIREx hands re-rankers their input.
+    The candidates reach the container as ``$inputDataset/rerank.jsonl.gz``, the re-rank
+    dataset, as TIREx hands re-rankers their input; ``$inputRun`` holds them next to the first
+    stage's ``run.txt`` (docs/pipelines.md).
     """
 
     depth: int

@@ -1,7 +1,7 @@
 """``sharedtask serve``: the submission service (HTTP API + pages) over a database.
 
 Also the organizer's own command line on the server: ``--new-organizer-token`` and
-``--new-team NAME`` print a token and exit without starting the server.
+``--new-team NAME`` / ``--new-assessor NAME`` print a token and exit without starting the server.
 Exit code 2 for a bad database URL, a port in use, an unknown task or a broker that does not answer.
 """
 
@@ -63,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     once = parser.add_mutually_exclusive_group()
     once.add_argument("--new-organizer-token", action="store_true", help="print a new organizer token and exit")
     once.add_argument("--new-team", metavar="NAME", help="create a team, print its token and exit")
+    once.add_argument("--new-assessor", metavar="NAME",
+                      help="create an assessor (judges pools, docs/assessment-service.md), print the token and exit")
     parser.set_defaults(func=run)
 
 
@@ -86,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
     migrate(engine)
     factory = sessions(engine)
+    if args.new_assessor is not None:
+        from sharedtask.service.assessment.people import create_assessor
+
+        with factory.begin() as session:
+            token = create_assessor(session, args.new_assessor)[1]
+        print(token)
+        return 0
     if args.new_organizer_token or args.new_team is not None:  # "" is a (refused) name, not "serve"
         with factory.begin() as session:
             token = organizer_token(session) if args.new_organizer_token else create_team(session, args.new_team)[1]

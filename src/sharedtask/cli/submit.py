@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--phase", metavar="NAME",
                         help="the task's phase to submit to (default: the one open now; see /api/tasks/ID/phases)")
     parser.add_argument("--input-run", metavar="NAME",
-                        help="a re-ranker: the published first stage it re-ranks, mounted as $inputRun (see "
+                        help="a re-ranker: the published first stage it re-ranks, its candidates mounted as "
+                             "$inputDataset, the stage as $inputRun (see "
                              "/api/tasks/ID/stages)")
     parser.add_argument("--registry", action="store_true", help="send only the image name; the server pulls it")
     parser.add_argument("--wait", action="store_true", help="wait until the run is done and print its scores")

@@ -82,6 +82,7 @@ def check_input(
     checks: list[FileCheck] = []
     findings: list[Finding] = []
     topics: list[str] = []
+    layout_topics: dict[Path, list[str]] = {}  # TIRA's ir_datasets layout: its topics must be the task's
     for entry in task.input.files:
         check = FileCheck(entry, entry.matches(directory))
         checks.append(check)
@@ -104,6 +105,8 @@ def check_input(
                 check.records += formats.count_records(entry.format, path)
                 if entry.role == "topics":
                     topics.extend(formats.read_topic_ids(entry.format, path))
+                elif entry.role == "ir-layout" and entry.format in formats.TOPIC_FORMATS:
+                    layout_topics[path] = formats.read_topic_ids(entry.format, path)
             except FormatError as exc:
                 check.status = "invalid"
                 check.message = exc.detail
@@ -120,7 +123,34 @@ def check_input(
             check.message = "no records"
             findings.append(finding("INPUT-EMPTY", f"{entry.path} holds no records", path=str(check.files[0])))
     findings += _topic_findings(task, directory, topics)
+    findings += _layout_findings(checks, topics, layout_topics)
     return InputReport(task, directory, checks, findings, topics)
+
+
+def _layout_findings(checks: list[FileCheck], topics: list[str], layout_topics: dict[Path, list[str]]) -> list[Finding]:
+    """TIRA's layout must hold the native files' topics (same ids, same order) and as many
+    documents as the corpus: a stale or partial layout would give a TIRA-style run other input."""
+    out: list[Finding] = []
+    for path, ids in layout_topics.items():
+        if ids != topics:
+            extra = [t for t in ids if t not in set(topics)]
+            lost = [t for t in topics if t not in set(ids)]
+            what = (f"{len(extra)} topic(s) not in the task's topics file ({', '.join(extra[:3])})" if extra else
+                    f"{len(lost)} of the task's topic(s) missing ({', '.join(lost[:3])})" if lost else
+                    "the task's topics in another order")
+            out.append(finding("INPUT-FORMAT", f"{path.name} (TIRA's layout) holds {what}", path=str(path),
+                               hint="write the layout again from the native files (sharedtask data ir-layout)"))
+    corpora = [c for c in checks if c.entry.role == "corpus" and c.files]
+    if any(c.status != "ok" for c in corpora):  # already reported: its count means nothing
+        return out
+    corpus = sum(c.records for c in corpora)
+    for c in checks:
+        if c.entry.role == "ir-layout" and c.entry.format == "tira-documents-jsonl" and c.status == "ok" \
+                and c.records != corpus:
+            out.append(finding("INPUT-FORMAT", f"{c.entry.path} (TIRA's layout) holds {c.records} documents, "
+                               f"the corpus {corpus}", path=str(c.files[0]),
+                               hint="write the layout again from the native files (sharedtask data ir-layout)"))
+    return out
 
 
 def _topic_findings(task: Task, directory: Path, topics: list[str]) -> list[Finding]:

@@ -126,7 +126,7 @@ def registry_dir() -> Path:
 def local_registry_dir() -> Path:
     """Datasets declared on this machine: a new edition's truth (``sharedtask qrels --register``,
     docs/assessment.md), in the data store next to the files it places."""
-    from sharedtask.data.store import store_root
+    from sharedtask.data.root import store_root
 
     return store_root() / "registry"
 

@@ -27,17 +27,10 @@ from typing import Any, Callable
 from sharedtask.data import checksum, fetch, irds
 from sharedtask.data.progress import byte_progress
 from sharedtask.data.registry import DataFile, Dataset
+from sharedtask.data.root import store_root
 from sharedtask.errors import SharedTaskError
-from sharedtask.resources import cache_root
 
 MANIFEST = "manifest.json"
-
-
-def store_root() -> Path:
-    own = os.environ.get("SHAREDTASK_DATA")
-    if own:
-        return Path(own)
-    return cache_root() / "data"
 
 
 def dataset_dir(ds: Dataset) -> Path:

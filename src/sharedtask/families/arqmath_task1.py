@@ -16,4 +16,6 @@ register(Family(
     rerank_documents="sharedtask.rerank.texts:arqmath_documents",
     template="run_arqmath_task1.py",
     approach="term overlap of each answer post with the topic, one streamed pass over Posts.xml",
+    assessment_topics="sharedtask.service.assessment.documents:arqmath_topics_html",
+    assessment_items="sharedtask.service.assessment.documents:answer_items_html",
 ))

@@ -13,4 +13,6 @@ register(Family(
     known_ids={"formula_ids": "sharedtask.validate.arqmath:dataset_formula_ids"},
     template="run_arqmath_task2.py",
     approach="LaTeX symbol overlap (Dice) with the topic formula, one streamed pass over the formula index",
+    assessment_topics="sharedtask.service.assessment.documents:arqmath_topics_html",
+    assessment_items="sharedtask.service.assessment.documents:formula_items_html",
 ))

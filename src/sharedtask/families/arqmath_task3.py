@@ -12,4 +12,6 @@ register(Family(
     evaluator="sharedtask.evaluate.api:score_task3",
     template="run_arqmath_task3.py",
     approach="the text of the best-overlapping answer post, cut to the length limit",
+    assessment_topics="sharedtask.service.assessment.documents:arqmath_topics_html",
+    assessment_items="sharedtask.service.assessment.documents:answer_items_html",
 ))

@@ -38,8 +38,12 @@ class Family:
       repeated document is an error, not a warning (the validator's ranking rules);
     - ``known_ids``: the validator's keyword -> hook ``(task, dataset folder) -> ids | None``,
       the ids a run may name, read from the dataset (``validate --input``);
-    - ``rerank_queries`` ``(task, topics file) -> {topic: text}`` and ``rerank_documents``
+    - ``rerank_queries`` ``(task, topics file) -> {topic: Topic}`` and ``rerank_documents``
       ``(task, dataset folder, wanted ids) -> {id: Document}``: what a re-ranker reads;
+    - ``corpus_documents`` ``(task, dataset folder) -> iterator of (id, Document)``: the whole
+      corpus streamed, for TIRA's ir_datasets layout (``documents.jsonl``), where it exists;
+    - ``assessment_topics`` ``(task, dataset folder) -> {topic: HTML}`` and ``assessment_items``
+      ``(task, dataset folder, wanted ids) -> {item: HTML}``: what an assessor sees (the service);
     - ``template`` / ``approach``: the scaffold's run.py template and what it does.
     """
 
@@ -55,6 +59,9 @@ class Family:
     known_ids: dict[str, str] = field(default_factory=dict)
     rerank_queries: str | None = None
     rerank_documents: str | None = None
+    corpus_documents: str | None = None
+    assessment_topics: str | None = None
+    assessment_items: str | None = None
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ register(Family(
     evaluator="sharedtask.evaluate.api:score_trec_run",
     rerank_queries="sharedtask.rerank.texts:statement_queries",
     rerank_documents="sharedtask.rerank.texts:statement_documents",
+    corpus_documents="sharedtask.rerank.texts:statement_corpus",
     template="run_semantic_search.py",
     approach="term overlap of each statement's informal text with the query",
 ))

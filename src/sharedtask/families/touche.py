@@ -13,6 +13,9 @@ register(Family(
     strict_ranks=True,
     rerank_queries="sharedtask.rerank.texts:touche_queries",
     rerank_documents="sharedtask.rerank.texts:touche_documents",
+    corpus_documents="sharedtask.rerank.texts:touche_corpus",
     template="run_touche.py",
     approach="term overlap of each argument with the topic title, one streamed pass over args.me",
+    assessment_topics="sharedtask.service.assessment.documents:touche_topics_html",
+    assessment_items="sharedtask.service.assessment.documents:argument_items_html",
 ))

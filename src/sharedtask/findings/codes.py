@@ -219,7 +219,7 @@ CATALOGUE: dict[str, Code] = {
                              "write run.txt as a regular file"),
     # --- a re-ranker against what it was handed (sharedtask.rerank.check)
     "RUN-NOT-CANDIDATE": _c(_P, E, "a re-ranked run lists a document the first stage did not hand over for that topic",
-                            "re-rank only the candidates of $inputRun/rerank.jsonl.gz"),
+                            "re-rank only the candidates of $inputDataset/rerank.jsonl.gz"),
     "RUN-RERANK-DEPTH": _c(_P, E, "a re-ranked run lists more documents for a topic than were handed over",
                            "rank at most the candidates given for each topic"),
 }

@@ -18,7 +18,7 @@ wanted documents are kept, so memory is bounded by the candidates, not the corpu
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,31 +51,51 @@ def _family(task: Task) -> Family:
     return family
 
 
+class Topic(NamedTuple):
+    """A topic as a re-ranker receives it: the query text, and the topic's own fields
+    (TIREx's ``original_query``: ``query_id`` and the fields of the task's topics file)."""
+
+    text: str
+    original: dict[str, str]
+
+
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
-    """Topic id → the query text a re-ranker reads (the family's ``rerank_queries``)."""
+    """Topic id → the query text a re-ranker reads."""
+    return {qid: topic.text for qid, topic in topics(task, dataset).items()}
+
+
+def topics(task: Task, dataset: Path) -> dict[str, Topic]:
+    """Topic id → its query text and original fields, in the order of the topics file (the
+    family's ``rerank_queries``)."""
     return families.resolve(_family(task).rerank_queries)(task, _files(task, dataset, "topics")[0])
 
 
-def touche_queries(task: Task, topics: Path) -> dict[str, str]:
-    """Touché: the topic's title."""
+def touche_queries(task: Task, topics: Path) -> dict[str, Topic]:
+    """Touché: the topic's title; the original fields are title, description and narrative."""
     from sharedtask.formats.touche import read_touche_topics
 
-    return {t.number: t.title for t in read_touche_topics(topics)}
+    return {t.number: Topic(t.title, {"query_id": t.number, "title": t.title, "description": t.description or "",
+                                      "narrative": t.narrative or ""})
+            for t in read_touche_topics(topics)}
 
 
-def arqmath_queries(task: Task, topics: Path) -> dict[str, str]:
-    """ARQMath Task 1: the topic's title and question."""
+def arqmath_queries(task: Task, topics: Path) -> dict[str, Topic]:
+    """ARQMath Task 1: the topic's title and question. The original fields are as the topics
+    file has them (HTML with formula spans), so that a re-ranker can read the topic as its
+    own full-rank run does."""
     from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
 
-    return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
+    return {t.number: Topic(" ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x),
+                            {"query_id": t.number, "title": t.title, "question": t.question,
+                             "tags": ",".join(t.tags)})
             for t in read_arqmath_topics(topics)}
 
 
-def statement_queries(task: Task, topics: Path) -> dict[str, str]:
+def statement_queries(task: Task, topics: Path) -> dict[str, Topic]:
     """Semantic search: the query."""
     from sharedtask.formats.jsonl import read_queries
 
-    return {q.number: q.query for q in read_queries(topics)}
+    return {q.number: Topic(q.query, {"query_id": q.number, "text": q.query}) for q in read_queries(topics)}
 
 
 class Document(NamedTuple):
@@ -91,31 +111,53 @@ def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[s
     return families.resolve(_family(task).rerank_documents)(task, dataset, set(wanted))
 
 
-def statement_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def iter_documents(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
+    """Every document of the corpus with its text, streamed in corpus order (the family's
+    ``corpus_documents``: Touché, mathlib4; ARQMath's answers need their questions' titles,
+    which :func:`document_texts` pairs for the wanted ones only)."""
+    family = _family(task)
+    if family.corpus_documents is None:
+        raise SharedTaskError(f"task {task.id}: the whole corpus as documents is not written for {family.title}",
+                              hint="the ir_datasets layout exists for Touché and mathlib4-search")
+    return families.resolve(family.corpus_documents)(task, dataset)
+
+
+def _wanted(documents: Iterator[tuple[str, Document]], want: set[str]) -> dict[str, Document]:
+    """The wanted documents of a streamed corpus, the first of a repeated id kept."""
+    out: dict[str, Document] = {}
+    for doc_id, doc in documents:
+        if doc_id in want and doc_id not in out:
+            out[doc_id] = doc
+    return out
+
+
+def statement_corpus(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
     """Semantic search: a statement's name, informal text and formal statement."""
     from sharedtask.formats.jsonl import read_statements
 
-    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for s in read_statements(path):
-            if s.id in want:
-                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
-                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
-    return out
+            yield s.id, Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
+                                 {"name": s.name, "informal": s.informal, "formal": s.formal})
 
 
-def touche_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def statement_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    return _wanted(statement_corpus(task, dataset), want)
+
+
+def touche_corpus(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
     """Touché: an argument's conclusion followed by its premises."""
     from sharedtask.formats.argsme import read_argsme
 
-    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for arg in read_argsme(path):
-            if arg.id in want and arg.id not in out:
-                premises = [p.text for p in arg.premises]
-                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
-                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
-    return out
+            premises = [p.text for p in arg.premises]
+            yield arg.id, Document(" ".join([arg.conclusion, *premises]),
+                                   {"conclusion": arg.conclusion, "premises": " ".join(premises)})
+
+
+def touche_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    return _wanted(touche_corpus(task, dataset), want)
 
 
 def arqmath_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:

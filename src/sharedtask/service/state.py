@@ -54,7 +54,7 @@ class ServiceState:
     writers: sessionmaker[Session] | None = None
     #: answers of the hot GETs, kept until the next commit (see response_cache.py)
     answers: Answers = field(default_factory=lambda: Answers(None))
-    #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see web.api._hot)
+    #: the hot GETs' few threads (an ``anyio.CapacityLimiter``, made on first use; see web.common.hot)
     hot_threads: Any = None
     #: the specs of ``known_tasks``, loaded on first use: a spec does not change under a running server
     _tasks: dict[str, Any] = field(default_factory=dict)

@@ -131,9 +131,9 @@ class BrokerDispatch:
                 handle = self.celery.submit(job, run_dir)
                 break
             except Exception as exc:  # noqa: BLE001 - see remote.is_transient: the broker is away, try again
-                from sharedtask.executor.remote import _transient
+                from sharedtask.executor.remote import is_transient
 
-                if not _transient(exc):
+                if not is_transient(exc):
                     fail(self.sessions, submission_id, attempt, notes, exc)
                     return
                 log.warning("submission %s: the broker does not answer (%s); sending again", submission_id,
@@ -176,13 +176,13 @@ class BrokerDispatch:
 
     def _result(self, run: _InFlight) -> Any:
         """The landed result; a broker away at this moment is waited for, not a failure of the run."""
-        from sharedtask.executor.remote import _transient
+        from sharedtask.executor.remote import is_transient
 
         while True:
             try:
                 return run.handle.result()
             except Exception as exc:  # noqa: BLE001 - re-raised unless transient
-                if not _transient(exc) or self._stop.is_set():
+                if not is_transient(exc) or self._stop.is_set():
                     raise
                 self._stop.wait(RETRY)
 

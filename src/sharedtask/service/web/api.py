@@ -8,8 +8,6 @@ import secrets
 from pathlib import Path
 from typing import Any, Callable
 
-import anyio
-import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
@@ -22,7 +20,7 @@ from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.models import Submission, Team, aware, utcnow
 from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import Spool, UploadError
-from sharedtask.service.web.common import (Db, Member, Organizer, SettingsIn, State, authenticate, kept, may_see_board,
+from sharedtask.service.web.common import (Db, Member, Organizer, SettingsIn, State, authenticate, hot, kept, may_see_board,
                                            member, visible)
 from sharedtask.units import parse_size
 
@@ -157,24 +155,7 @@ async def list_submissions(request: Request, service: State, task: str | None = 
     # to the thread pool for the token, the queries and the JSON. As sync handlers with sync
     # dependencies they made five or six trips per request, and under a crowd each trip waits
     # for the GIL behind the others (benchmarks/service.py).
-    return await _hot(_submissions_of, service, request, task)
-
-
-#: threads that build the hot GETs' answers; the rest of the thread pool (40) is the uploads' and the pages'
-HOT_THREADS = 4
-
-
-async def _hot(function: Callable[..., Response], service: ServiceState, *args: Any) -> Response:
-    """``function(*args)`` in one of :data:`HOT_THREADS` threads.
-
-    Why not the shared pool: under a crowd its 40 threads all ran short requests at once, and
-    40 runnable threads take turns at the GIL; the event loop waited behind them, and an
-    upload, read 64 KB per turn of the loop, took seconds (benchmarks/service.py). Requests
-    beyond these few wait in the loop, where waiting costs nothing.
-    """
-    if service.hot_threads is None:  # made here, in the server's event loop
-        service.hot_threads = anyio.CapacityLimiter(HOT_THREADS)
-    return await anyio.to_thread.run_sync(function, service, *args, limiter=service.hot_threads)
+    return await hot(_submissions_of, service, request, task)
 
 
 def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Response:
@@ -243,7 +224,7 @@ def list_teams(_org: Organizer, session: Db) -> list[dict[str, Any]]:
 @router.get("/tasks", tags=["tasks"], summary="The tasks this server accepts submissions for",
             response_model=list[dict[str, Any]])
 async def list_tasks(request: Request, service: State) -> Response:
-    return await _hot(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
+    return await hot(_answer, service, request, ("tasks",), lambda: _tasks_json(service))
 
 
 def _tasks_json(service: ServiceState) -> list[dict[str, Any]]:
@@ -274,7 +255,7 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
             response_model=dict[str, Any])
 async def leaderboard_json(task_id: str, request: Request, service: State) -> Response:
     task = task_of(service, task_id)
-    return await _hot(_answer, service, request, ("leaderboard", task_id),
+    return await hot(_answer, service, request, ("leaderboard", task_id),
                                    lambda: _leaderboard_of(service, request, task_id, task))
 
 

@@ -8,9 +8,13 @@ does not exist (no existence leak); an organizer-only action by a team gets 403.
 """
 
 import datetime as dt
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Callable, Iterator
+
+import anyio
+import anyio.to_thread
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -185,3 +189,20 @@ def phase_board(task_id: str, name: str, request: Request, session: Any, service
     by_name = {entry.name: run for entry, run in zip(entries, runs)}
     rows = [(rank, entry, by_name[entry.name]) for rank, entry in leaderboard(TaskSection(task, entries))]
     return task, phase, rows
+
+
+#: threads that build the hot GETs' answers; the rest of the thread pool (40) is the uploads' and the pages'
+HOT_THREADS = 4
+
+
+async def hot(function: Callable[..., Response], service: ServiceState, *args: Any) -> Response:
+    """``function(*args)`` in one of :data:`HOT_THREADS` threads.
+
+    Why not the shared pool: under a crowd its 40 threads all ran short requests at once, and
+    40 runnable threads take turns at the GIL; the event loop waited behind them, and an
+    upload, read 64 KB per turn of the loop, took seconds (benchmarks/service.py). Requests
+    beyond these few wait in the loop, where waiting costs nothing.
+    """
+    if service.hot_threads is None:  # made here, in the server's event loop
+        service.hot_threads = anyio.CapacityLimiter(HOT_THREADS)
+    return await anyio.to_thread.run_sync(function, service, *args, limiter=service.hot_threads)

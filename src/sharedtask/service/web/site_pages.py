@@ -85,7 +85,7 @@ def stages_section(task: Any, stages: list[Any]) -> str:
              f"<tbody>{rows}</tbody></table>") if stages else "<p>None published yet.</p>"
     return ('<section class="task" aria-labelledby="stages"><h2 id="stages">Re-rankers</h2>'
             f"<p>A re-ranker reads a published first stage's top {task.rerank.depth} per topic with their text "
-            "(<code>$inputRun/rerank.jsonl.gz</code>): submit with <code>sharedtask submit ... --input-run NAME"
+            "(<code>$inputDataset/rerank.jsonl.gz</code>, as TIREx): submit with <code>sharedtask submit ... --input-run NAME"
             f"</code>.</p>{table}</section>")
 
 
