@@ -208,8 +208,9 @@ def test_scaffolded_reranker_writes_a_run_without_warnings(task_id: str, tmp_pat
     subprocess.run([sys.executable, "-m", "sharedtask", "rerank-input", "--task", task_id, "--run", str(first),
                     "--out", str(stage), "--input", str(task.sample_dir / "input")], check=True, capture_output=True)
     out.mkdir()
-    env = dict(os.environ, inputDataset=str(task.sample_dir / "input"), inputRun=str(stage), outputDir=str(out))
-    subprocess.run([sys.executable, str(sub / "run.py")], env=env, cwd=tmp_path, check=True, capture_output=True)
+    # TIREx hands the re-rank dataset over as $inputDataset (the stage folder with rerank.jsonl.gz)
+    subprocess.run([sys.executable, str(sub / "run.py"), str(stage), str(out)], cwd=tmp_path, check=True,
+                   capture_output=True)
     result = validate(out / "run.txt", task, input_dir=task.sample_dir / "input")
     assert result.valid and result.stats.data_lines > 0
     assert [f.code for f in result.findings if f.severity is Severity.WARNING] == []
