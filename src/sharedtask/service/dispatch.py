@@ -76,7 +76,10 @@ class BrokerExecutor:
 
         self.sessions, self.settings, self.image_source = sessions, settings, image_source
         self.stage_source = stage_source  # how workers get a published stage (executor/stages.py)
-        self.celery = executor_for(broker, queue=queue_name)  # one clear line when the broker does not answer
+        from sharedtask.service.server_id import server_id
+
+        # one clear line when the broker does not answer; task ids namespaced per server (server_id.py)
+        self.celery = executor_for(broker, queue=queue_name, namespace=server_id(settings.data_dir))
         self._todo: queue.Queue[int | None] = queue.Queue()
         self._flying: dict[int, _InFlight] = {}
         self._lock = threading.Lock()

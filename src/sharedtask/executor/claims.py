@@ -1,0 +1,85 @@
+"""A job's claim in Redis: one worker runs a job while it lives, whatever the broker delivers.
+
+Why: kombu's visibility timeout is the only thing that keeps a Redis-delivered job with one
+worker, and it fails in one case the field test of issue 39 met: after a broker restart a
+busy worker prefetched a queued job, held it in its buffer past the timeout, and the broker
+delivered it to an idle worker too; both ran it at once. A claim closes that:
+
+- ``take``: before any container starts, a worker takes ``sharedtask:claim:<task id>`` with
+  ``SET NX PX`` (redis.io/commands/set: NX sets only a missing key, atomically). Its value is
+  a fencing token (``INCR sharedtask:fence:<task id>``, a new number per taker) and the
+  worker's name. A delivery that finds the claim held by a live worker is acknowledged and
+  dropped (``celery.exceptions.Ignore``: no result is stored, so the holder's result stands);
+- ``refresh``: the holder renews the claim's time to live every quarter of it (a heartbeat),
+  only while the value is still its own (compare-and-expire in one Lua script, as the Redis
+  docs' lock pattern does: redis.io/docs/manual/patterns/distributed-locks). A worker that
+  dies stops renewing: its claim expires after ``lease`` seconds, and the broker's next
+  delivery (the visibility timeout) takes it;
+- ``finish``: a run that ended marks the claim ``done`` (kept as long as results are), only if
+  the claim is still this worker's; a later copy of the message is then dropped, even before
+  the result is stored. A run whose claim was taken meanwhile (its worker stalled past the
+  lease) is *fenced*: its result is dropped, the newer holder's stands.
+- ``release``: a refused job (nothing ran) lets go, so the coordinator's re-send can run.
+
+The key is the Celery task id, which the coordinator namespaces per server
+(:meth:`sharedtask.executor.remote.CeleryExecutor.task_id`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sharedtask.executor.celery_app import KEY_PREFIX, RESULT_TTL
+
+DONE = "done"
+
+# compare-and-expire: renew only a claim that is still the caller's
+_REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
+# compare-and-set: mark done only a claim that is still the caller's
+_FINISH = ("if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('set', KEYS[1], ARGV[2], 'EX', ARGV[3]) "
+           "return 1 end return 0")
+# compare-and-delete
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def claim_key(task_id: str) -> str:
+    return f"{KEY_PREFIX}claim:{task_id}"
+
+
+@dataclass
+class Claim:
+    """This worker's hold on one job: the value it wrote (fencing token and name)."""
+
+    client: Any
+    task_id: str
+    value: str
+    lease_ms: int
+
+    @property
+    def token(self) -> int:
+        return int(self.value.split(":", 1)[0])
+
+    def refresh(self) -> bool:
+        """Renew the lease; False when the claim is no longer this worker's."""
+        return bool(self.client.eval(_REFRESH, 1, claim_key(self.task_id), self.value, self.lease_ms))
+
+    def finish(self) -> bool:
+        """Mark the job done; False when another worker holds the claim now (this run is fenced)."""
+        return bool(self.client.eval(_FINISH, 1, claim_key(self.task_id), self.value,
+                                     f"{DONE}:{self.value}", RESULT_TTL))
+
+    def release(self) -> None:
+        self.client.eval(_RELEASE, 1, claim_key(self.task_id), self.value)
+
+
+def take(client: Any, task_id: str, worker: str, lease_seconds: float) -> tuple[Claim | None, str]:
+    """This worker's claim on ``task_id``, or (None, what holds it: ``<token>:<worker>`` or ``done:…``)."""
+    lease_ms = max(1000, int(lease_seconds * 1000))
+    token = int(client.incr(f"{KEY_PREFIX}fence:{task_id}"))
+    client.expire(f"{KEY_PREFIX}fence:{task_id}", RESULT_TTL)
+    value = f"{token}:{worker}"
+    if client.set(claim_key(task_id), value, nx=True, px=lease_ms):
+        return Claim(client, task_id, value, lease_ms), value
+    held = client.get(claim_key(task_id))
+    return None, held.decode("utf-8", "replace") if isinstance(held, bytes) else str(held)
