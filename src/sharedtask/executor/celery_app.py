@@ -89,6 +89,8 @@ class WorkerConfig:
     visibility_timeout: float
     #: the worker's own maxima: a job may ask for less, never for more (executor/admission.py)
     policy: Any = None
+    #: the organizer's images server and its token (executor/fetch.py); None: shared paths only
+    origin: Any = None
 
 
 _config: WorkerConfig | None = None
@@ -223,9 +225,10 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
         try:
             input_dir = datasets.locate(job.dataset, config.data_root)
             datasets.check(job.dataset, input_dir)
-            image = images.ensure(job, docker_client())
+            image = images.ensure(job, docker_client(), config.origin, work)
             # a re-ranker: its first stage, fetched once per worker folder and checked (executor/stages.py)
-            stage = fetch_stage(job, config.work_dir / STAGE_CACHE) if job.stage is not None else None
+            stage = (fetch_stage(job, config.work_dir / STAGE_CACHE, config.origin)
+                     if job.stage is not None else None)
         except SharedTaskError as exc:
             emit("job-refused", worker=config.name, job=job.id, reason=str(exc))
             return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
