@@ -161,9 +161,8 @@ class BrokerExecutor:
         return self._datasets[key]
 
     def _new_job(self, sub: Submission, attempt: int, dataset_name: str) -> Job:
-        from sharedtask.dockerclient import docker_client
         from sharedtask.errors import SharedTaskError
-        from sharedtask.executor.images import image_id
+        from sharedtask.service.lost_image import server_image_id
 
         stage = stage_source = None
         if sub.stage_id is not None:
@@ -184,7 +183,7 @@ class BrokerExecutor:
         _, ref, sandbox_id = self._dataset(sub.task_id, dataset_name)
         image = sub.image_name
         return Job(task=sub.task_id, software=f"submission-{sub.id}-{attempt}", image=image,
-                   image_id=image_id(docker_client(), image), command=sub.command, dataset=ref,
+                   image_id=server_image_id(image), command=sub.command, dataset=ref,
                    image_source=self.image_source(image) if self.image_source else None,
                    options={"dataset_id": sandbox_id}, stage=stage, stage_source=stage_source)
 

@@ -105,6 +105,7 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
     """Claim, run, validate and score one submission; every outcome ends in the database."""
     from sharedtask.manifest import Software, load_manifest
     from sharedtask.pipeline import run_one
+    from sharedtask.service.lost_image import server_image_id
     from sharedtask.service.stages import mounted
     from sharedtask.spec import load_task
 
@@ -126,6 +127,7 @@ def run_submission(sessions: sessionmaker[Session], settings: RunSettings, submi
         software = Software(name=tag, image=docker_image, kind="submission", command=command, tasks=(task_id,))
         run_dir = out_dir / task_id / tag
         input_run = mounted(stage_at[0], stage_at[1]) if stage_at is not None else None  # the published bytes
+        server_image_id(docker_image)  # gone from the daemon: a note that says the server lost it
         entry, _ = run_one(task, software, dataset, out_dir, lambda line: log.debug("%s", line), None,
                            on_validated=lambda validated: store_validation(sessions, submission_id, attempt,
                                                                            validated),
