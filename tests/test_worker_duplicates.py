@@ -97,3 +97,34 @@ def test_after_a_broker_restart_each_job_runs_once_while_its_workers_live(
     for job in jobs:
         assert _count(pair, "job-running", job.id) == 1, (job.id, busy.log()[-3000:], idle.log()[-3000:])
         assert _count(pair, "job-finished", job.id) == 1
+
+
+def test_a_claim_is_held_renewed_fenced_and_released_in_the_real_redis(broker, tmp_path: Path) -> None:  # noqa: F811
+    """The claim's rules one by one against a real redis-server (executor/claims.py)."""
+    from sharedtask.executor.claims import claim_key, take
+
+    client = redis.Redis.from_url(broker.url)
+    first, _ = take(client, "srv.job-a", "w1", 30)
+    assert first is not None and first.token == 1
+    second, holder = take(client, "srv.job-a", "w2", 30)
+    assert second is None and holder == first.value  # held: a second delivery is dropped
+    assert first.refresh() and 0 < client.pttl(claim_key("srv.job-a")) <= 30_000
+    client.delete(claim_key("srv.job-a"))  # lapsed (a late heartbeat), nobody took it: taken again
+    assert first.refresh() and client.get(claim_key("srv.job-a")).decode() == first.value
+    client.delete(claim_key("srv.job-a"))
+    third, _ = take(client, "srv.job-a", "w3", 30)  # lapsed and taken by another: the first is fenced
+    assert third is not None and third.token == 3
+    assert not first.refresh() and not first.finish()
+    assert third.finish() and client.get(claim_key("srv.job-a")).decode().startswith("done:")
+    assert take(client, "srv.job-a", "w4", 30)[0] is None  # done: every later copy is dropped
+    refused, _ = take(client, "srv.job-b", "w1", 30)
+    refused.release()  # nothing ran: a re-send may run it
+    assert take(client, "srv.job-b", "w2", 30)[0] is not None
+
+
+def test_a_servers_id_is_made_once_and_differs_between_servers(tmp_path: Path) -> None:
+    from sharedtask.service.server_id import server_id
+
+    first = server_id(tmp_path / "a")
+    assert first == server_id(tmp_path / "a") and first.startswith("srv-")
+    assert server_id(tmp_path / "b") != first

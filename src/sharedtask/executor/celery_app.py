@@ -151,7 +151,8 @@ def _claim(config: WorkerConfig, task_id: str) -> tuple[Any, str | None]:
         return None, None
     from sharedtask.executor.claims import take
 
-    return take(_redis(config.broker), task_id, config.name, config.visibility_timeout)
+    # half the visibility timeout: a dead worker's claim is gone before kombu hands its job out again
+    return take(_redis(config.broker), task_id, config.name, config.visibility_timeout / 2)
 
 
 def _finished(config: WorkerConfig, job_id: str, task_id: str | None = None) -> dict[str, Any] | None:

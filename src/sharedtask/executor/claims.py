@@ -10,13 +10,15 @@ delivered it to an idle worker too; both ran it at once. A claim closes that:
   a fencing token (``INCR sharedtask:fence:<task id>``, a new number per taker) and the
   worker's name. A delivery that finds the claim held by a live worker is acknowledged and
   dropped (``celery.exceptions.Ignore``: no result is stored, so the holder's result stands);
-- ``refresh``: the holder renews the claim's time to live every quarter of it (a heartbeat),
-  only while the value is still its own (compare-and-expire in one Lua script, as the Redis
-  docs' lock pattern does: redis.io/docs/manual/patterns/distributed-locks). A worker that
-  dies stops renewing: its claim expires after ``lease`` seconds, and the broker's next
-  delivery (the visibility timeout) takes it;
-- ``finish``: a run that ended marks the claim ``done`` (kept as long as results are), only if
-  the claim is still this worker's; a later copy of the message is then dropped, even before
+- ``refresh``: the holder renews the claim's time to live (half the visibility timeout)
+  every quarter of the timeout (a heartbeat), only while the value is still its own
+  (compare-and-expire in one Lua script, as the Redis docs' lock pattern does:
+  redis.io/docs/manual/patterns/distributed-locks); a claim that lapsed untaken (a late
+  heartbeat) is taken again. A worker that dies stops renewing: its claim expires within
+  half the visibility timeout, before the broker hands its unacknowledged job out again
+  (kombu waits the whole timeout after the last renewal of the same heartbeat);
+- ``finish``: a run that ended marks the claim ``done`` (kept as long as results are), unless
+  another worker holds it; a later copy of the message is then dropped, even before
   the result is stored. A run whose claim was taken meanwhile (its worker stalled past the
   lease) is *fenced*: its result is dropped, the newer holder's stands.
 - ``release``: a refused job (nothing ran) lets go, so the coordinator's re-send can run.
@@ -34,11 +36,15 @@ from sharedtask.executor.celery_app import KEY_PREFIX, RESULT_TTL
 
 DONE = "done"
 
-# compare-and-expire: renew only a claim that is still the caller's
-_REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-# compare-and-set: mark done only a claim that is still the caller's
-_FINISH = ("if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('set', KEYS[1], ARGV[2], 'EX', ARGV[3]) "
-           "return 1 end return 0")
+# compare-and-expire: renew a claim that is still the caller's, or take it again if it lapsed
+# (a late heartbeat) while nobody else took it
+_REFRESH = ("local v = redis.call('get', KEYS[1]) "
+            "if v == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end "
+            "if not v then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0")
+# compare-and-set: mark done a claim that is still the caller's or lapsed untaken; never another's
+_FINISH = ("local v = redis.call('get', KEYS[1]) "
+           "if v == ARGV[1] or not v then redis.call('set', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end "
+           "return 0")
 # compare-and-delete
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
