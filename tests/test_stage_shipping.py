@@ -228,3 +228,23 @@ def test_a_worker_fetches_stages_only_from_its_images_server_with_its_token(stag
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_archive_is_read_to_disk_and_no_further_than_its_bound(tmp_path: Path) -> None:
+    """Issue 39: an image URL was read whole into memory. fetch_to streams a MiB at a time and
+    stops at the bound; the sha256 it returns is the bytes' (computed here by hashlib)."""
+    import tracemalloc
+
+    from sharedtask.executor.fetch import Origin, fetch_to
+
+    big = tmp_path / "big.tar"
+    big.write_bytes(os.urandom(1 << 20) * 24)  # 24 MiB
+    tracemalloc.start()
+    digest = fetch_to(str(big), tmp_path / "copy.tar", 64 << 20, Origin(), "image archive")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert digest == sha(big) and (tmp_path / "copy.tar").read_bytes() == big.read_bytes()
+    assert peak < 8 << 20  # a few chunks, not the 24 MiB file
+    with pytest.raises(SharedTaskError, match="is over 4194304 bytes"):
+        fetch_to(str(big), tmp_path / "cut.tar", 4 << 20, Origin(), "image archive")
+    assert (tmp_path / "cut.tar").stat().st_size <= 4 << 20
