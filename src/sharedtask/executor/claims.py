@@ -85,7 +85,10 @@ def take(client: Any, task_id: str, worker: str, lease_seconds: float) -> tuple[
     token = int(client.incr(f"{KEY_PREFIX}fence:{task_id}"))
     client.expire(f"{KEY_PREFIX}fence:{task_id}", RESULT_TTL)
     value = f"{token}:{worker}"
-    if client.set(claim_key(task_id), value, nx=True, px=lease_ms):
-        return Claim(client, task_id, value, lease_ms), value
-    held = client.get(claim_key(task_id))
-    return None, held.decode("utf-8", "replace") if isinstance(held, bytes) else str(held)
+    for _ in range(3):  # a claim that lapsed between the SET and the GET is tried again
+        if client.set(claim_key(task_id), value, nx=True, px=lease_ms):
+            return Claim(client, task_id, value, lease_ms), value
+        held = client.get(claim_key(task_id))
+        if held is not None:
+            return None, held.decode("utf-8", "replace") if isinstance(held, bytes) else str(held)
+    return None, "a claim that came and went three times"
