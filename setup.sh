@@ -39,6 +39,11 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
 else
     say "sharedtask is installed in $VENV (pyproject.toml unchanged)"
 fi
+# Bytecode for every module, whatever the environment: with PYTHONDONTWRITEBYTECODE=1 set (common in
+# containers and CI) an editable install would compile the package on every start (pip compiles a
+# wheel's modules itself). compileall skips modules whose .pyc is current, so this is quick when done.
+say "compiling the package's bytecode (src/sharedtask)"
+"$VENV/bin/python" -m compileall -q -j 0 src/sharedtask >/dev/null
 
 # 2. Docker daemon and base image --------------------------------------------
 say "checking Docker (daemon, base image)"

@@ -10,7 +10,7 @@ sandbox (no network, read-only input, ``--cpus`` cores) on
 * Touché: the full-size synthetic args.me corpus (387,740 arguments, 50 topics x 1,000),
 * ARQMath Task 1: a synthetic collection with >= 1M answers,
 
-generating the corpora with ``python -m sharedtask.synthetic`` when the folders do
+generating the corpora with ``python -m sharedtask.samples.synthetic`` when the folders do
 not exist. Prints, per run: conversion, index and search time (from the baseline's
 own log), Anserini's own indexing time (from Anserini's log timestamps), the share
 of time outside it (conversion + JVM start/stop) relative to it, peak memory (the
@@ -44,7 +44,7 @@ _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO .*?AbstractIn
 def ensure_corpus(kind: str, folder: Path, answers: int, scale: float | None = None) -> Path:
     """``folder/input`` of a synthetic corpus, generated when missing (args.me: ``scale`` of its size)."""
     if not (folder / "input" / "topics.xml").is_file():
-        cmd = [sys.executable, "-m", "sharedtask.synthetic", kind, str(folder)]
+        cmd = [sys.executable, "-m", "sharedtask.samples.synthetic", kind, str(folder)]
         if kind == "arqmath":
             cmd += ["--answers", str(answers)]
         if scale is not None:

@@ -7,7 +7,7 @@ beside Anserini's own indexing of the same documents, in one run.
 * before / after: ``lucene_baseline.arqmath.convert_posts`` of commit REF and of this
   checkout (each in its own process, ``workers = cpus - 1`` as in the image, two shards;
   for the range conversion that is ``cpus`` processes on byte ranges, this one merging),
-  on the synthetic 1M-answer Posts.xml (``python -m sharedtask.synthetic arqmath``,
+  on the synthetic 1M-answer Posts.xml (``python -m sharedtask.samples.synthetic arqmath``,
   generated when missing). Wall and CPU seconds (the process and its workers, os.wait4),
   MB/s, and whether the JSONL of both is byte-identical (sha256 of every shard).
 * anchor: Anserini's own indexing time of the same JSONL (IndexCollection in the
@@ -116,7 +116,7 @@ def main() -> int:
         folder = DATA / f"baselines-arqmath-{args.answers // 1_000_000}M"
         posts = folder / "input" / "Posts.xml"
         if not posts.is_file():
-            subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "arqmath", str(folder),
+            subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "arqmath", str(folder),
                             "--answers", str(args.answers)], check=True)
     size = posts.stat().st_size
     workers = max(0, int(args.cpus) - 1)

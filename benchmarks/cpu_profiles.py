@@ -3,7 +3,7 @@
     python benchmarks/cpu_profiles.py [--before IMAGE] [--scale 0.05] [--data DIR] [--cpus 2]
 
 Runs ``python -m dense_baseline --mode dense`` in the sandbox on a synthetic args.me corpus
-(``python -m sharedtask.synthetic argsme --scale S``, generated when missing) under the
+(``python -m sharedtask.samples.synthetic argsme --scale S``, generated when missing) under the
 ``native``, ``haswell`` (no AVX-512) and ``nehalem`` (no AVX) profiles of
 :mod:`sharedtask.sandbox.cpu`, with this checkout's image and, when ``--before`` names one,
 an image built from an earlier commit (float32 sums, BLAS sgemm scores). Prints per image

@@ -4,7 +4,7 @@
 
 Builds the images of ``tira.yml``'s ``lucene-bm25`` and ``dense-wordllama`` from this
 checkout when out of date, generates the corpus (387,740 arguments, 50 topics) with
-``python -m sharedtask.synthetic argsme`` when missing, then runs in the sandbox, one
+``python -m sharedtask.samples.synthetic argsme`` when missing, then runs in the sandbox, one
 after the other on the same data: Lucene BM25, dense (WordLlama, exact cosine top-1000)
 and hybrid (BM25 + dense, RRF). Prints, per run: documents embedded per second, the
 exact top-k scoring time, whole-run wall time and peak memory (cgroup), and the ratios

@@ -15,7 +15,7 @@
    (the task's primary measure, gains 1 / 0.3 / 0) and MRR@10 by pytrec_eval's
    ``recip_rank`` on the run cut to its first 10 documents per query (trec_eval's order).
 
-Prints one line per step and a table; the README's mathlib4-search section quotes it.
+Prints one line per step and a table; docs/benchmarks.md ("mathlib4-search on the real mathlib4") quotes it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python benchmarks/pipelines.py [--argsme DIR] [--cpus 2] [--full]
 
 On the full-size synthetic args.me (387,740 arguments, 50 topics; generated with
-``python -m sharedtask.synthetic argsme`` when missing), one after the other in the
+``python -m sharedtask.samples.synthetic argsme`` when missing), one after the other in the
 sandbox: Lucene BM25 (the first stage); the stage made from its run on the host
 (``sharedtask.rerank.prepare_stage``: its top 100 per topic with their text, one pass over
 the corpus); the dense re-ranker on that stage (``dense_baseline --mode rerank``), then the

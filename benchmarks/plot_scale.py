@@ -1,4 +1,4 @@
-"""The README's log-log plot of time vs size, from the figures benchmarks/scale.py measured.
+"""docs/benchmarks.md's log-log plot of time vs size, from the figures benchmarks/scale.py measured.
 
     .venv/bin/pip install -e '.[bench]'      # matplotlib: a benchmark extra, never a runtime dependency
     .venv/bin/python benchmarks/plot_scale.py [--json benchmarks/results/scale.json] [--out docs/scale.svg]

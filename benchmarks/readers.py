@@ -11,7 +11,7 @@ Measures, each in a fresh subprocess (so peak RSS belongs to that reader alone):
 
 Data is generated once under ``--data`` (default /work/bench-data, never in the repo)
 by the minimal writers below; pass ``--argsme DIR`` / ``--posts FILE`` to measure other
-data instead (e.g. the real corpus or ``sharedtask.synthetic`` output).
+data instead (e.g. the real corpus or ``sharedtask.samples.synthetic`` output).
 
     .venv/bin/python benchmarks/readers.py               # full size (generates ~1.4 GB + ~1.6 GB once)
     .venv/bin/python benchmarks/readers.py --quick       # 10 % sizes only

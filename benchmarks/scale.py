@@ -7,7 +7,7 @@ child) of
   evaluate  sharedtask evaluate RUN --task touche-2021-task1 --qrels QRELS --json
 
 on synthetic Touché-layout runs of 1,000 lines per topic (grouped by topic, a tie every
-7th document, 50 judgments per topic: `python -m sharedtask.synthetic run`, as
+7th document, 50 judgments per topic: `python -m sharedtask.samples.synthetic run`, as
 benchmarks/validate.py makes them) at each of --sizes (default 1M 10M 100M lines; the
 100M-line run is 4.6 GB, written as ten copies of the 10M-line run under new topic
 numbers, see make_run). Runs go to /work/bench-data; runs of 100M lines and more are
@@ -114,7 +114,7 @@ def make_run(lines: int) -> tuple[Path, Path]:
             tmp.rename(target)
         return run, qrels
     print(f"generating {run} ...", flush=True)
-    subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics",
+    subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(run), "--topics",
                     str(lines // DEPTH), "--depth", str(DEPTH), "--judged", str(JUDGED)], check=True)
     return run, qrels
 
@@ -263,7 +263,7 @@ def argsme_corpus(scale: int) -> Path:
     """``folder/input`` of the synthetic args.me at an integer scale (1x generated, more replicated)."""
     one = DATA / "baselines-argsme"
     if not (one / "input" / "topics.xml").is_file():
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "argsme", str(one)], check=True)
+        subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "argsme", str(one)], check=True)
     if scale == 1:
         return one / "input"
     folder = DATA / f"scale-argsme-{scale}x"
@@ -320,7 +320,7 @@ def run_conversion(answers: list[int], scales: list[int], keep: bool, results: R
         folder = DATA / (f"baselines-arqmath-{n // 1_000_000}M" if n % 1_000_000 == 0 else f"scale-arqmath-{label(n)}")
         posts = folder / "input" / "Posts.xml"
         if not posts.is_file():
-            subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "arqmath", str(folder),
+            subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "arqmath", str(folder),
                             "--answers", str(n)], check=True)
         # one worker beside the merging process, as in the image (workers = threads - 1)
         convert_once("ARQMath", posts, posts.stat().st_size / 2**20, CONVERT, results, workers=1)

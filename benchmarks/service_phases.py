@@ -62,7 +62,7 @@ def one_size(teams: int, runs: int, requests: int, folder: Path) -> dict[str, tu
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
     from sharedtask.service.models import Image, Phase, Submission, Team, Token, utcnow
-    from sharedtask.service.tokens import digest, organizer_token
+    from sharedtask.service.teams.tokens import digest, organizer_token
     from sqlalchemy import update
 
     engine = make_engine(sqlite_url(folder / "service.db"))

@@ -22,6 +22,10 @@ minimum over --repeat rounds of wall and CPU (user+sys, os.wait4) seconds
 of each process, and the ratio of CPU time to the yaml+rich anchor (CPU time is the
 fair comparison on a shared machine).
 
+With --keep-no-bytecode-writes, PYTHONDONTWRITEBYTECODE=1 stays set in every child, round 0 too:
+the commands then find only the bytecode that `bash setup.sh` compiled (python -m compileall),
+as in a container or CI that sets the variable; the script says how many modules lack it.
+
     .venv/bin/python benchmarks/startup.py [--repeat 7] [--before HEAD~1] [--skip run]
     .venv/bin/python benchmarks/startup.py --before-venv /work/tmp-before/.venv --skip help validate-1
 """
@@ -42,12 +46,28 @@ TASK = "touche-2021-task1"
 ONE_LINE = "1 Q0 S0000000a-A0000000b 1 10.0 bench\n"
 
 
+KEEP_NO_WRITES = False  # set by --keep-no-bytecode-writes
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """This environment without PYTHONDONTWRITEBYTECODE: users' installs have their .pyc files
     (pip writes them), so the warm-up round writes them here too; with the variable set, every
     start would compile the package's sources again (~50 ms here)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if KEEP_NO_WRITES:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return {**env, **extra}
+
+
+def modules_without_bytecode(src: Path) -> list[Path]:
+    """Modules of ``src/sharedtask`` whose current .pyc is missing (what every start would compile)."""
+    import importlib.util
+    missing = []
+    for module in sorted((src / "sharedtask").rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(module)))
+        if not cached.exists() or cached.stat().st_mtime < module.stat().st_mtime:
+            missing.append(module)
+    return missing
 
 
 def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -77,7 +97,7 @@ def run_data() -> tuple[Path, Path]:
     qrels = run.with_name(run.name + ".qrels")
     if not (run.exists() and qrels.exists()):
         DATA.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics", "100",
+        subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(run), "--topics", "100",
                         "--depth", "1000", "--judged", "50"], check=True)
     return run, qrels
 
@@ -111,7 +131,14 @@ def main() -> int:
     ap.add_argument("--before-venv", type=Path, metavar="DIR",
                     help="also time the sharedtask installed in this venv (its own python and packages)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["help", "validate-1", "run", "validate", "evaluate"])
+    ap.add_argument("--keep-no-bytecode-writes", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE=1 in every child (measures the bytecode setup.sh compiled)")
     args = ap.parse_args()
+    global KEEP_NO_WRITES
+    KEEP_NO_WRITES = args.keep_no_bytecode_writes
+    if KEEP_NO_WRITES:
+        missing = modules_without_bytecode(ROOT / "src")
+        print(f"PYTHONDONTWRITEBYTECODE=1 kept; modules without current bytecode: {len(missing)}")
     with tempfile.TemporaryDirectory(prefix="sharedtask-startup-") as name:
         tmp = Path(name)
         sources: dict[str, tuple[str, Path | None]] = {"after": (sys.executable, ROOT / "src")}

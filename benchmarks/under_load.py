@@ -29,7 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TESTS = ["tests/test_distributed.py", "tests/test_distributed_demo.py", "tests/test_sandbox_docker.py",
-                 "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py", "tests/test_service_docker.py",
+                 "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py", "tests/service/test_docker.py",
                  "tests/test_demo.py"]
 
 

@@ -9,7 +9,7 @@ same Touché-style TREC run (grouped by topic, args.me ids, ties every 7th docum
 
 Sizes: small = 100 topics x 1,000 (100k lines), medium = 1,000 x 1,000 (1M lines, for
 profiling; not run by default), large = 10,000 topics x 1,000 (10M lines).
-Runs come from `python -m sharedtask.synthetic run` into /work/bench-data (reused).
+Runs come from `python -m sharedtask.samples.synthetic run` into /work/bench-data (reused).
 Targets: large validated in no more time than pytrec_eval's parse+evaluate,
 peak RSS < 400 MB.
 
@@ -57,7 +57,7 @@ def generate(name: str) -> tuple[Path, Path]:
     qrels = run.with_name(run.name + ".qrels")
     if not (run.exists() and qrels.exists()):
         subprocess.run(
-            [sys.executable, "-m", "sharedtask.synthetic", "run", str(run), "--topics", str(topics),
+            [sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(run), "--topics", str(topics),
              "--depth", str(depth), "--judged", "50"],
             check=True,
         )

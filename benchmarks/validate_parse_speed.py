@@ -17,7 +17,7 @@ pyarrow's time at 10M lines, peak RSS <= 100 MB.
     pip install -e '.[bench]'
     .venv/bin/python benchmarks/validate_parse_speed.py [--sizes 2m 10m] [--repeat 3] [--before-src DIR]
 
-Runs come from `python -m sharedtask.synthetic run` into $BENCH_DATA (default
+Runs come from `python -m sharedtask.samples.synthetic run` into $BENCH_DATA (default
 /work/bench-data), reused when present.
 """
 
@@ -64,7 +64,7 @@ def generate(name: str) -> Path:
     run = DATA / FILES[name]
     if not run.exists():
         tmp = run.with_name(run.name + ".part")
-        subprocess.run([sys.executable, "-m", "sharedtask.synthetic", "run", str(tmp), "--topics", str(topics),
+        subprocess.run([sys.executable, "-m", "sharedtask.samples.synthetic", "run", str(tmp), "--topics", str(topics),
                         "--depth", str(depth)], check=True)
         tmp.rename(run)
     return run

@@ -1,4 +1,4 @@
-"""The code blocks of README.md and docs/*.md, with their doc-test markers (docs/contributing.md).
+"""The code blocks of README.md and docs/**/*.md, with their doc-test markers (docs/contributing.md).
 
 A block is classified by the HTML comment written just before it:
 
@@ -175,5 +175,5 @@ def is_shell(block: Block) -> bool:
 
 
 def documents(root: Path = REPO) -> list[Path]:
-    """The documents under test: README.md, then docs/*.md in name order."""
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """The documents under test: README.md, then every page under docs/ (docs/tasks/ too) in path order."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]

@@ -126,6 +126,38 @@ class RecordingExecutor:
         pass
 
 
+@dataclass
+class ServiceApp:
+    """The app over a migrated database, its sessions and engine, the queue it fills (a
+    :class:`RecordingExecutor`), and the tokens made for it (``"org"``, then one per team name)."""
+
+    app: Any
+    factory: Any
+    engine: Any
+    runs: RecordingExecutor
+    tokens: dict[str, str]
+
+
+def service_app(database_url: str, *teams: str, data_dir: Path, **config: Any) -> ServiceApp:
+    """The real app (Alembic-migrated SQLite or PostgreSQL) with the organizer's token and a team per
+    name; only the run queue is replaced, so nothing runs in Docker. ``task_ids`` defaults to
+    the sample task. Served in a thread by :class:`ThreadServer` (the ``in_thread`` fixture)."""
+    from sharedtask.service.app import ServiceConfig, create_app
+    from sharedtask.service.db import make_engine, migrate, sessions
+    from sharedtask.service.teams.tokens import create_team, organizer_token
+
+    engine = make_engine(database_url)
+    migrate(engine)
+    factory = sessions(engine)
+    with factory.begin() as session:
+        tokens = {"org": organizer_token(session)}
+        for name in teams:
+            tokens[name] = create_team(session, name)[1]
+    runs = RecordingExecutor()
+    app = create_app(factory, runs, ServiceConfig(data_dir=data_dir, **{"task_ids": [TASK], **config}))
+    return ServiceApp(app, factory, engine, runs, tokens)
+
+
 class ThreadServer:
     """uvicorn serving an app in a thread of the test process (for tests that need no Docker)."""
 

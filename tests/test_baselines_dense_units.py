@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 for folder in ("lucene", "dense"):
     sys.path.insert(0, str(REPO / "baselines" / folder))
 
-from dense_baseline.corpus import statement_text  # noqa: E402
+from dense_baseline.corpus import bm25_text, lean_words, statement_text  # noqa: E402
 from dense_baseline.encode import SCALE_BITS, quantize  # noqa: E402
 from dense_baseline.search import TopK, rrf  # noqa: E402
 
@@ -123,3 +123,21 @@ def test_statement_text_puts_the_informal_name_and_text_before_the_formal_statem
     obj = {"id": "x", "name": "Lagrange", "informal": "order divides", "formal": "theorem x : a ∣ b"}
     assert statement_text(obj) == "Lagrange order divides theorem x : a ∣ b"
     assert statement_text({"id": "y", "formal": "theorem y"}) == "theorem y"
+
+
+def test_an_empty_field_leaves_no_double_space_as_the_reranking_input_joins_them() -> None:
+    """The real mathlib4 has informal = "" everywhere: the text must be the candidates' text
+    (sharedtask.rerank.texts), or the dense re-ranked scores are not the full run's."""
+    obj = {"id": "Nat.Prime.two_le", "name": "Nat.Prime.two_le", "informal": "", "formal": "theorem two_le : 2 ≤ p"}
+    assert statement_text(obj) == "Nat.Prime.two_le theorem two_le : 2 ≤ p"
+    assert statement_text({"name": "a", "informal": "", "formal": "b"}) == "a b"
+
+
+def test_lean_names_are_split_into_words_at_dots_underscores_and_camel_case() -> None:
+    assert lean_words("Nat.Prime.two_le") == "Nat Prime two le"
+    assert lean_words("IsLeftRegular.all") == "Is Left Regular all"
+    assert lean_words("HTTPServer") == "HTTP Server"
+    assert lean_words("theorem mul_le_mul' (h : a ≤ b)") == "mul le mul"
+    assert lean_words("plain words, two of them.") == ""  # nothing splits: nothing is added
+    assert bm25_text("theorem Nat.succ_le") == "theorem Nat.succ_le Nat succ le"
+    assert bm25_text("x y") == "x y"

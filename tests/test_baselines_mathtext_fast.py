@@ -91,7 +91,7 @@ def test_latex_tokens_are_the_same_as_before(latex: str) -> None:
 
 
 def test_index_text_is_the_same_as_before_on_whole_collections(tmp_path: Path) -> None:
-    from sharedtask.synthetic import write_arqmath
+    from sharedtask.samples.synthetic import write_arqmath
 
     write_arqmath(tmp_path, answers=3000)
     posts = [REPO / "tasks" / "samples" / "arqmath-task1" / "input" / "Posts.xml", tmp_path / "input" / "Posts.xml"]

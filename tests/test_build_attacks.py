@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sharedtask.buildcontext import ContextRefused, read_dockerfile
-from sharedtask.dockerfile import check
+from sharedtask.images.context import ContextRefused, read_dockerfile
+from sharedtask.images.dockerfile import check
 from sharedtask.cli import main
-from sharedtask.images import BuildRefused, BuildSandbox, build_policy, ensure_image, up_to_date
+from sharedtask.images.build import BuildRefused, BuildSandbox, build_policy, ensure_image, up_to_date
 from sharedtask.manifest import load_manifest
 
 pytestmark = pytest.mark.docker
@@ -233,7 +233,7 @@ def test_the_baseline_builds_still_pass_and_keep_their_hash(docker_client, base_
     """Every baseline's (and the evaluator's) Dockerfile passes the check, and its context hashes as
     before this change, so an image that was up to date stays so (no rebuild caused by the change).
     Checked without building: the baseline images are shared by every session on this daemon."""
-    from sharedtask.buildcontext import collect
+    from sharedtask.images.context import collect
 
     manifest = load_manifest()
     for sw in (*manifest.baselines, manifest.evaluator):
@@ -265,7 +265,7 @@ def test_up_to_date_follows_the_context(docker_client, base_image, tmp_path):
 
 def test_a_submission_cannot_take_the_name_of_a_base_image(docker_client, base_image, tmp_path):
     """Built under the base's tag, a team's image would become every later build's FROM."""
-    from sharedtask.images import ensure_software_image
+    from sharedtask.images.build import ensure_software_image
     from sharedtask.manifest import Software
 
     ctx = _context(tmp_path, "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo mine > /owned\n")

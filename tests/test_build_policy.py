@@ -1,4 +1,4 @@
-"""The Dockerfile check (sharedtask/dockerfile.py) and the context collector (sharedtask/buildcontext.py),
+"""The Dockerfile check (sharedtask/images/dockerfile.py) and the context collector (sharedtask/images/context.py),
 without a daemon; tests/test_build_attacks.py runs the attacks against the real dockerd."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sharedtask.buildcontext import ContextLimits, ContextRefused, collect, read_dockerfile
-from sharedtask.dockerfile import BuildPolicy, check, logical_lines
+from sharedtask.images.context import ContextLimits, ContextRefused, collect, read_dockerfile
+from sharedtask.images.dockerfile import BuildPolicy, check, logical_lines
 from sharedtask.errors import SharedTaskError
 from sharedtask.manifest import load_manifest
 
@@ -212,7 +212,7 @@ def test_the_hash_is_the_one_images_always_had(tmp_path: Path) -> None:
 def test_the_context_bounds_come_from_the_manifest(tmp_path: Path) -> None:
     import yaml
 
-    from sharedtask.images import BuildSandbox
+    from sharedtask.images.build import BuildSandbox
 
     subs = tmp_path / "submissions.yml"
     subs.write_text(yaml.safe_dump({"version": 1, "submissions": {"team": {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sharedtask.cli import main
-from sharedtask.inputcheck import check_input
+from sharedtask.data.inputcheck import check_input
 from sharedtask.spec import all_tasks, load_task
 
 

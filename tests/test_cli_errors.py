@@ -153,6 +153,9 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("reproduce",): ["reproduce", "--all", "--task", "TASK_ID"],
     ("serve",): ["serve", "--task", "TASK_ID", "--data-dir", "new-folder"],
     ("submit",): ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", "TASK_ID", "--image", "x"],
+    ("data", "ir-layout"): ["data", "ir-layout", "--task", "TASK_ID", "SAMPLE/input"],
+    ("pool",): ["pool", "SAMPLE/run.txt", "--task", "TASK_ID", "--out", "new-folder"],
+    ("agreement",): ["agreement", "SAMPLE/truth/qrels.txt", "SAMPLE/truth/qrels.txt", "--task", "TASK_ID"],
 }
 
 

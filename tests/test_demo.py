@@ -89,7 +89,7 @@ def test_submissions_are_ranked_with_the_baselines(demo_out: Path, tmp_path: Pat
 
 
 def test_docker_not_running_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from sharedtask import dockerclient
+    from sharedtask.images import client as dockerclient
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     monkeypatch.setattr(dockerclient, "_CLIENT", None)  # as in a new process: no client yet

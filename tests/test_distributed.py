@@ -76,7 +76,7 @@ def test_a_worker_whose_dataset_differs_refuses_the_job(docker_client, broker, w
 def test_an_image_reaches_the_worker_as_an_archive_and_is_checked(docker_client, broker, workers, tmp_path):
     import hashlib
 
-    from sharedtask.executor.images import save_archive, source_for
+    from sharedtask.images.shipping import save_archive, source_for
 
     image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
     source = source_for(docker_client, images_dir=tmp_path / "archives")(image)
@@ -208,7 +208,7 @@ def test_a_restarted_coordinator_takes_results_instead_of_running_again(docker_c
 
 def test_an_image_reaches_the_worker_from_a_registry_by_digest(docker_client, broker, workers, tmp_path):
     from distributed_helpers import Registry, ensure_installed
-    from sharedtask.executor.images import push
+    from sharedtask.images.shipping import push
 
     binary = ensure_installed("docker-registry", "docker-registry")
     if binary is None:

@@ -140,7 +140,8 @@ def test_demo_ships_images_as_archives_named_by_id(docker_client, broker, worker
 
 def test_a_reranker_runs_on_a_worker_with_its_first_stage_shipped(broker, workers, tiny_image, tmp_path):
     """`demo --broker --images-dir`: the first stage on a worker, its stage made once here and
-    shipped beside the images, the re-ranker on a worker reading it as $inputRun."""
+    shipped beside the images, the re-ranker on a worker reading it as $inputRun, and its re-rank
+    dataset as $inputDataset."""
     from sharedtask.data.checksum import sha256
 
     worker = workers(broker, "delta")
@@ -149,7 +150,8 @@ def test_a_reranker_runs_on_a_worker_with_its_first_stage_shipped(broker, worker
         # named as a first stage the task's stage admits (its spec's first_stages)
         "lucene-bm25": {"image": tiny_image, "command": "cp /run.txt $outputDir/run.txt", "tasks": [TASK]},
         # the first stage's own ranks, cut to 50: every line is a candidate (the stage hands over 100)
-        "rerank": {"image": tiny_image, "command": "/bin/busybox awk '$4 <= 50' $inputRun/run.txt > $outputDir/run.txt",
+        "rerank": {"image": tiny_image, "command": "/bin/busybox awk '$4 <= 50' $inputRun/run.txt > $outputDir/run.txt"
+                   "; /bin/busybox ls $inputDataset > $outputDir/dataset.txt",
                    "tasks": [TASK], "input_run": "lucene-bm25"},
     }}))
     out, images = tmp_path / "out", tmp_path / "images"
@@ -168,3 +170,6 @@ def test_a_reranker_runs_on_a_worker_with_its_first_stage_shipped(broker, worker
     assert rows["rerank"].get("input_run") == "lucene-bm25" and board(out)["not_scored"] == []  # valid, scored
     ranked = (out / TASK / "rerank" / "output" / "run.txt").read_text().splitlines()
     assert ranked and all(int(line.split()[3]) <= 50 for line in ranked)
+    # on the worker too, $inputDataset is the re-rank dataset (TIREx's layout), not the corpus
+    seen = (out / TASK / "rerank" / "output" / "dataset.txt").read_text().split()
+    assert seen == ["queries.jsonl", "queries.xml", "rerank.jsonl.gz"]

@@ -1,6 +1,6 @@
-"""Every documented command runs as written (issue 31).
+"""Every documented command runs as written (issue 31); the documents stay linked and short (issue 36).
 
-README.md and docs/*.md mark each shell block with a doc-test marker (docs/contributing.md):
+README.md and docs/**/*.md mark each shell block with a doc-test marker (docs/contributing.md):
 the markers, the synopsis and the quoted benchmark commands are checked here without Docker, and the
 `run` blocks are run in order, in a scratch folder, against a real Docker daemon, a real
 `sharedtask serve` on loopback and a real PostgreSQL server (the suite's own fixtures).
@@ -15,7 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from doc_blocks import Block, MarkerError, blocks, documents, is_shell
+from doc_blocks import REPO, Block, MarkerError, blocks, documents, is_shell, shown
+from doc_links import Link, anchors, broken, links
 from doc_runner import DocFailure, DocumentRun, Services
 from service_helpers import free_port, postgres_server  # noqa: F401 - a fixture
 
@@ -35,7 +36,7 @@ def test_every_shell_block_is_run_or_says_why_not() -> None:
     missing = unmarked_shell_blocks(ALL_BLOCKS)
     assert not missing, ("shell blocks without a doc-test marker (run it, or `<!-- doc-test: skip REASON -->`; "
                          "docs/contributing.md):\n" + "\n".join(missing))
-    assert sum(1 for b in ALL_BLOCKS if b.marker and b.marker.action == "run") >= 10
+    assert sum(1 for b in ALL_BLOCKS if b.marker and b.marker.action == "run") >= 14  # 12 before issue 36
 
 
 def test_the_check_finds_an_unmarked_block_and_a_bad_marker(tmp_path: Path) -> None:
@@ -128,10 +129,13 @@ def test_a_synopsis_names_only_real_commands_and_flags(block: Block) -> None:
     assert not wrong, f"{block.where}: not in argparse: {wrong}"
 
 
-def test_the_readme_synopsis_has_every_command_and_every_flag_the_docs_use() -> None:
-    """A flag shown anywhere in README.md or docs/ (blocks or inline code) exists, and is in the README's synopsis."""
+CLI_PAGE = REPO / "docs" / "cli.md"  # the command line's page: its synopsis lists every command
+
+
+def test_the_cli_synopsis_has_every_command_and_every_flag_the_docs_use() -> None:
+    """A flag shown anywhere in README.md or docs/ (blocks or inline code) exists, and is in docs/cli.md's synopsis."""
     options = _options(build_parser())
-    synopsis = next(b for b in SYNOPSES if b.path.name == "README.md")
+    synopsis = next(b for b in SYNOPSES if b.path == CLI_PAGE)
     listed: dict[str, set[str]] = {}
     for cmd, rest in _commands(synopsis.text):
         listed.setdefault(cmd, set()).update(_flags(rest))
@@ -170,7 +174,7 @@ RUNNABLE = [doc for doc in documents() if any(b.marker and b.marker.action == "r
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.parametrize("doc", RUNNABLE, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", RUNNABLE, ids=shown)
 def test_every_runnable_block_runs_as_written(doc: Path, request: pytest.FixtureRequest, docker_client,
                                               base_image: str, tmp_path: Path) -> None:
     services = _services(request, doc)
@@ -246,8 +250,6 @@ def test_every_benchmark_the_documents_quote_exists_with_its_flags() -> None:
     Read from the script's source (its argparse calls), not run: a benchmark's --help may import
     what only the `bench` extra installs.
     """
-    from doc_blocks import REPO
-
     wrong = []
     for doc in documents():
         for match in re.finditer(r"benchmarks/([a-z0-9_]+)\.py([^`);]*)", doc.read_text(encoding="utf-8")):
@@ -260,3 +262,74 @@ def test_every_benchmark_the_documents_quote_exists_with_its_flags() -> None:
                 if not re.search(rf"""add_argument\(\s*(["'][^"']*["']\s*,\s*)*["']{flag}["']""", source):
                     wrong.append(f"{doc.name}: benchmarks/{match[1]}.py has no {flag}")
     assert not wrong, "\n".join(sorted(set(wrong)))
+
+
+# ----------------------------------------------------------------------------- the README and the pages (issue 36)
+
+README_MAX_LINES = 400  # a front page: the pitch, the two commands, a quick start, the loops, links
+
+
+def test_the_readme_is_a_front_page() -> None:
+    """The rest belongs on a page under docs/ (benchmarks, tasks, guides), routed by docs/index.md."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, (f"README.md has {lines} lines, more than {README_MAX_LINES}: move the "
+                                       "detail to a page under docs/ and link it")
+
+
+def test_ci_runs_the_two_commands_the_readme_gives() -> None:
+    """`.ci/run` calls the set-up and the test command exactly as the README writes them."""
+    readme = blocks(REPO / "README.md")
+    commands = [line.split("#")[0].strip() for b in readme for line in b.text.splitlines()
+                if line.strip().startswith("bash setup.sh")]
+    assert commands == ["bash setup.sh", "bash setup.sh --test"], commands
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+          if not line.lstrip().startswith("#")]
+    assert "bash setup.sh" in ci and "exec bash setup.sh --test" in ci
+
+
+def unlinked_pages(docs: Path) -> list[str]:
+    """The pages under ``docs`` that ``docs/index.md`` does not link (the index itself aside)."""
+    index = docs / "index.md"
+    linked = {link.resolved()[0] for link in links(index) if link.is_relative}
+    return [shown(page) for page in sorted(docs.rglob("*.md")) if page != index and page.resolve() not in linked]
+
+
+def test_the_index_links_every_page() -> None:
+    """docs/index.md routes a reader to every page under docs/ (a new page names itself here until it is linked)."""
+    missing = unlinked_pages(REPO / "docs")
+    assert not missing, "pages docs/index.md does not link (add each under its readers):\n" + "\n".join(missing)
+
+
+def test_every_relative_link_resolves() -> None:
+    """Every relative link of README.md and docs/ names an existing file, and with #anchor one of its headings."""
+    found = [link for doc in documents() for link in links(doc) if link.is_relative]
+    assert len(found) >= 50  # the index alone has more: a parser that finds none would pass vacuously
+    wrong = [problem for link in found if (problem := broken(link))]
+    assert not wrong, "links that lead nowhere:\n" + "\n".join(wrong)
+
+
+def test_the_link_checks_find_a_broken_link_and_an_unlinked_page(tmp_path: Path) -> None:
+    """The checks themselves, on a small tree: a missing file, a missing heading, an unlinked page."""
+    docs = tmp_path / "docs"
+    (docs / "tasks").mkdir(parents=True)
+    (docs / "index.md").write_text("# Index\n\n- [guide](guide.md#the-loop)\n- [gone](gone.md)\n"
+                                   "- [web](https://example.org/x.md)\n\n```\n[in code](nowhere.md)\n```\n")
+    (docs / "guide.md").write_text("# Guide\n\n## The `run` loop\n\n## Quick start (five minutes)\n\n"
+                                   "## Quick start (five minutes)\n\n[back](index.md#index) [up](#quick-start-five-minutes-1)\n")
+    (docs / "tasks" / "new.md").write_text("# A new page\n")
+    assert anchors(docs / "guide.md") == {"guide", "the-run-loop", "quick-start-five-minutes",
+                                          "quick-start-five-minutes-1"}
+    index_links = links(docs / "index.md")
+    assert [link.target for link in index_links] == ["guide.md#the-loop", "gone.md", "https://example.org/x.md"]
+    assert [link.is_relative for link in index_links] == [True, True, False]
+    problems = [broken(link) for link in index_links[:2]]
+    assert problems[0] is not None and "has no heading with the id 'the-loop'" in problems[0]
+    assert problems[1] is not None and "gone.md: no such file" in problems[1]
+    assert [broken(link) for link in links(docs / "guide.md")] == [None, None]
+    assert unlinked_pages(docs) == [str(docs / "tasks" / "new.md")]
+
+
+def test_the_documents_include_the_pages_under_docs_subfolders() -> None:
+    """docs/tasks/ is read like docs/: its blocks are marked, run and counted."""
+    names = {shown(doc) for doc in documents()}
+    assert {"README.md", "docs/index.md", "docs/benchmarks.md", "docs/tasks/arqmath.md"} <= names

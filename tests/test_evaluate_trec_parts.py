@@ -106,3 +106,57 @@ def test_the_bundled_touche_sample_in_one_line_parts(tmp_path: Path, monkeypatch
     whole = evaluate(run, "touche-2021-task1", truth_dir=truth, per_topic=True)
     monkeypatch.setattr(api, "TREC_PART_LINES", 1)
     _same(evaluate(run, "touche-2021-task1", truth_dir=truth, per_topic=True), whole)
+
+
+# --- The one-pass reader hands irregular files to the shared reader, whose error names the line ---
+
+@pytest.mark.parametrize("bad,line,column", [
+    ("1 Q0 d9 8 7.5", 5, None),  # five columns
+    ("1 Q0 d9 x 7.5 tag", 5, 9),  # a rank that is not an integer (the column is the character's)
+    ("1 Q0 d9 8 high tag", 5, 11),  # a score that is not a number
+])
+def test_an_irregular_line_is_named_with_its_line(bad: str, line: int, column, tmp_path: Path) -> None:
+    from sharedtask.errors import FormatError
+
+    run = tmp_path / "run.txt"
+    good = [f"1 Q0 d{i} {i} {10 - i} tag" for i in range(1, 5)]
+    run.write_text("\n".join(good + [bad] + ["2 Q0 d1 1 3.0 tag"]) + "\n")
+    with pytest.raises(FormatError) as caught:
+        evaluate(run, "touche-2021-task1", truth_dir=FIX)
+    assert caught.value.location.line == line
+    if column is not None:
+        assert caught.value.location.column == column
+
+
+def test_text_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    from sharedtask.errors import FormatError
+
+    run = tmp_path / "run.txt"
+    run.write_bytes(b"1 Q0 d1 1 3.0 tag\n1 Q0 d\xff2 2 2.0 tag\n")
+    with pytest.raises(FormatError, match="UTF-8"):
+        evaluate(run, "touche-2021-task1", truth_dir=FIX)
+
+
+def _naive_order_flags(scores: list[float], docs: list[str]) -> tuple[bool, bool]:
+    """trec_eval's order against the rank column, pair by pair (docs/evaluation.md): a score
+    rising down the list contradicts it; equal float32 scores with docnos ascending reorder."""
+    from sharedtask.evaluate.trec import as_float32
+
+    tie = contra = False
+    for (s1, d1), (s2, d2) in zip(zip(scores, docs), zip(scores[1:], docs[1:])):
+        f1, f2 = as_float32(s1), as_float32(s2)
+        contra |= f1 < f2
+        tie |= f1 == f2 and d1 < d2
+    return tie, contra
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_order_flags_equal_a_pairwise_walk(seed: int) -> None:
+    from sharedtask.evaluate.trec import order_flags
+
+    rng = random.Random(seed)
+    n = rng.randint(0, 12)
+    pool = [1.0, 1.0000000001, 2.5, 3.4028235677973366e38, 1e300, -1e39, float("inf"), 0.1, 0.1000000001]
+    scores = [rng.choice(pool) if rng.random() < 0.5 else round(rng.uniform(0, 3), 1) for _ in range(n)]
+    docs = [f"d{rng.randrange(6)}" for _ in range(n)]
+    assert order_flags(scores, docs) == _naive_order_flags(scores, docs)

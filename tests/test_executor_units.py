@@ -15,7 +15,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.executor import DatasetRef, Job, JobResult
 from sharedtask.executor.base import landed, write_result
 from sharedtask.executor.datasets import check, file_digests, locate
-from sharedtask.executor.remote import _safe
+from sharedtask.executor.remote import redacted_url
 from sharedtask.executor.transfer import LandingRefused, land, pack
 
 JOB = Job(task="touche-2021-task1", software="team-a", image="team-a/run:1", image_id="sha256:" + "a" * 64,
@@ -150,8 +150,8 @@ def test_a_bundled_sample_is_found_by_its_id():
 
 
 def test_a_broker_password_never_reaches_a_message():
-    assert _safe("redis://:s3cret@broker.lab:6379/0") == "redis://:***@broker.lab:6379/0"
-    assert "s3cret" not in _safe("amqp://user:s3cret@host//")
+    assert redacted_url("redis://:s3cret@broker.lab:6379/0") == "redis://:***@broker.lab:6379/0"
+    assert "s3cret" not in redacted_url("amqp://user:s3cret@host//")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sharedtask.finding_codes import CATALOGUE, markdown
+from sharedtask.findings.codes import CATALOGUE, markdown
 from sharedtask.findings import Severity
 from sharedtask.validate.model import Collector
 
@@ -28,7 +28,7 @@ def test_every_catalogued_code_has_a_meaning_and_a_hint() -> None:
 
 def test_docs_findings_is_the_rendered_catalogue() -> None:
     assert (REPO / "docs" / "findings.md").read_text() == markdown(), \
-        "run: python -m sharedtask.finding_codes > docs/findings.md"
+        "run: python -m sharedtask.findings.codes > docs/findings.md"
 
 
 def test_report_takes_severity_and_hint_from_the_catalogue_and_caps_lazily() -> None:

@@ -34,6 +34,9 @@ CASES = [
     ("mathqa-json", "mathqa/gold.json", 2, None),
     ("mathqa-broken-txt", "mathqa/broken.txt", 1, None),
     ("exam-jsonl", "jsonl/exam.jsonl", 3, None),
+    ("tira-documents-jsonl", "tira/documents.jsonl", 3, None),
+    ("tira-queries-jsonl", "tira/queries.jsonl", 2, 2),
+    ("tira-queries-xml", "tira/queries.xml", 2, 2),
 ]
 
 

@@ -125,3 +125,29 @@ def test_a_participants_reranker_loop(pipeline_demo, docker_client, tmp_path, ca
     assert main(["run", "--task", TASK, "--image", image, "--input", str(sample / "input"),
                  "--input-run", str(first), "--output", str(tmp_path / "again" / "output")]) == 0
     assert (tmp_path / "again" / "output" / "run.txt").read_bytes() == mine.read_bytes()
+
+
+def test_dense_reranking_equals_the_full_dense_run_with_an_empty_field(pipeline_demo, tmp_path) -> None:
+    """mathlib4-search with empty `informal` fields (as every statement of the real mathlib4 has):
+    the candidates' text is the text the full dense run embeds, so the scores are equal to the bit.
+    Before the fix the full run embedded "name  formal" (two spaces) and no score was equal."""
+    task = "mathlib4-search"
+    sample = tmp_path / "sample"
+    assert main(["sample", task, str(sample)]) == 0
+    corpus = sample / "input" / "corpus.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text().splitlines() if line.strip()]
+    for row in rows[::2]:
+        row["informal"] = ""
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    first = REPO / "baselines" / "reference-runs" / task / "lucene-bm25-statements.txt"
+    image = "sharedtask/baseline-dense:latest"  # built by the module's demo
+    assert main(["run", "--task", task, "--image", image, "--command", "python -m dense_baseline --mode dense",
+                 "--input", str(sample / "input"), "--output", str(tmp_path / "full" / "output")]) == 0
+    assert main(["run", "--task", task, "--image", image, "--command", "python -m dense_baseline --mode rerank",
+                 "--input", str(sample / "input"), "--input-run", str(first),
+                 "--output", str(tmp_path / "rerank" / "output")]) == 0
+    full = _run_lines(tmp_path / "full" / "output" / "run.txt")
+    reranked = _run_lines(tmp_path / "rerank" / "output" / "run.txt")
+    blanked = {r["id"] for r in rows[::2]}
+    assert {doc for _, doc in reranked} & blanked  # the empty fields are among the candidates
+    assert reranked and all(full[key] == score for key, score in reranked.items())

@@ -19,7 +19,7 @@ from browser_helpers import DomSummary, browser
 from sharedtask.findings import Finding, Severity
 from sharedtask.report import RunEntry, TaskSection, leaderboard, render_html, write_report
 from sharedtask.report.chart import natural_key, nice_ceiling
-from sharedtask.findings_output import group_findings
+from sharedtask.findings.output import group_findings
 from sharedtask.spec import load_task
 
 HOSTILE = '<script>alert("x")</script><img src=http://evil.example/x.png>'

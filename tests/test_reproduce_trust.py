@@ -127,6 +127,26 @@ def test_a_rerankers_record_finds_its_first_stage_by_itself_while_it_is_unchange
     assert json.loads(capsys.readouterr().out)["verdict"] == "identical"
     rerun = json.loads((again.parent / "run-record.json").read_text())
     assert rerun["dataset"]["input_run"] == str(stage) and rerun["rerank"]["sha256"] == digest
+    # the re-run's $inputDataset is the re-rank dataset made again beside its record, not the corpus
+    mounted = {m["bind"]: host for host, m in rerun["container"]["mounts"].items()}
+    assert mounted["/tira-data/input"] == rerun["rerank"]["dataset"] == str((again.parent / "rerank-dataset").resolve())
+    assert rerun["dataset"]["input_dir"] == record["dataset"]["input_dir"]  # the dataset the run is of
+
+    # a record made before the re-rank dataset (its rerank has no "dataset") read the task's dataset
+    # at $inputDataset: its image is re-run with that mount, as it ran
+    legacy = json.loads(first.record_path.read_text())
+    del legacy["rerank"]["dataset"]
+    legacy_path = tmp_path / "legacy" / "run-record.json"
+    legacy_path.parent.mkdir()
+    legacy_path.write_text(json.dumps(legacy))
+    shutil.copytree(first.record_path.parent / "output", legacy_path.parent / "output")
+    old_way = tmp_path / "legacy-rerun" / "output"
+    assert main(["reproduce", str(legacy_path), "--output", str(old_way), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "identical"
+    rerun = json.loads((old_way.parent / "run-record.json").read_text())
+    mounted = {m["bind"]: host for host, m in rerun["container"]["mounts"].items()}
+    assert mounted["/tira-data/input"] == str(Path(record["dataset"]["input_dir"]).resolve())
+    assert "dataset" not in rerun["rerank"] and not (old_way.parent / "rerank-dataset").exists()
 
     def refused(target: str) -> str:
         assert main(["reproduce", str(first.record_path), "--output", str(tmp_path / target / "output")]) == 2

@@ -76,7 +76,8 @@ def test_rerank_input_of_the_touche_sample(tmp_path: Path) -> None:
     run_topics = {line.split()[0] for line in BM25.read_text().splitlines()}
     assert [r["qid"] for r in rows[::5]] == [t for t in topics if t in run_topics]  # topics in file order
     assert first.topics == len(rows) // 5 and first.candidates == len(rows)
-    assert set(rows[0]) == {"qid", "query", "docno", "text", "rank", "score", "fields"}
+    assert set(rows[0]) == {"qid", "query", "original_query", "docno", "text", "original_document", "rank", "score",
+                            "fields"}  # TIREx's fields (tira 0.0.207 construct_rerank_row) and ours
     # the first candidate of topic 51: BM25's best line, its score, and the argument's own text
     best = max((line.split() for line in BM25.read_text().splitlines() if line.split()[0] == "51"),
                key=lambda parts: (float(parts[4]), parts[2]))
@@ -89,6 +90,9 @@ def test_rerank_input_of_the_touche_sample(tmp_path: Path) -> None:
                                  "premises": " ".join(p["text"] for p in argument["premises"])}
     title = (SAMPLE / "topics.xml").read_text().split("<number>51</number>")[1].split("<title>")[1].split("</title>")[0]
     assert rows[0]["query"] == title.strip()
+    # the sample's topics have a title only (as Touché 2021's published topics.xml)
+    assert rows[0]["original_query"] == {"query_id": "51", "title": title.strip(), "description": "", "narrative": ""}
+    assert rows[0]["original_document"] == {"doc_id": best[2], **rows[0]["fields"]}
     assert [r["rank"] for r in rows[:5]] == [1, 2, 3, 4, 5]
 
 
@@ -254,3 +258,67 @@ def test_the_reranker_scaffold_runs_on_a_stage(tmp_path: Path, stage: Path) -> N
     assert verdict.valid and verdict.stats.lines == len(lines(stage / "rerank.jsonl.gz"))
     with pytest.raises(SharedTaskError, match="declares no re-ranking stage"):
         write_submission("arqmath-3-task2", tmp_path / "nope", rerank=True)
+
+
+# ------------------------------------------------------------------ the re-rank dataset (TIREx's layout)
+
+_TIRA_READS = r"""
+import json, os, sys
+from tira.third_party_integrations import ir_datasets, load_rerank_data
+df = load_rerank_data(default="/nonexistent")
+ds = ir_datasets.load("anything")
+queries = {q.query_id: (q.text, q.description) for q in ds.queries_iter()}
+docs = {d.doc_id: d.text for d in ds.docs_iter()}
+print(json.dumps({"rows": len(df), "columns": sorted(df.columns), "qids": sorted(set(df["qid"])),
+                  "queries": queries, "docs": docs}))
+"""
+
+
+def test_the_rerank_dataset_reads_with_the_tira_client(tmp_path: Path) -> None:
+    """The real tira client (0.0.207, the test extra) reads the re-rank dataset as it reads
+    TIREx's: load_rerank_data and its ir_datasets integration, with $TIRA_INPUT_DATASET set."""
+    pytest.importorskip("tira")
+    pytest.importorskip("ir_datasets")
+    from sharedtask.rerank.dataset import RERANK_DATASET_FILES, make_rerank_dataset
+
+    summary = write_rerank_input(TOUCHE, SAMPLE, BM25, tmp_path / "stage" / "rerank.jsonl.gz", depth=5)
+    folder = make_rerank_dataset(tmp_path / "stage", tmp_path / "dataset")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(RERANK_DATASET_FILES)
+    assert (folder / "rerank.jsonl.gz").read_bytes() == summary.path.read_bytes()
+    rows = lines(summary.path)
+    env = {"TIRA_INPUT_DATASET": str(folder), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "IR_DATASETS_HOME": str(tmp_path / "irds")}
+    done = subprocess.run([sys.executable, "-c", _TIRA_READS], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["rows"] == len(rows)
+    assert {"qid", "query", "docno", "text", "rank", "score"} <= set(got["columns"])
+    assert got["qids"] == sorted({r["qid"] for r in rows})
+    # the topics come with their fields (original_query), the candidates with their text, no other document
+    assert got["queries"] == {r["qid"]: [r["query"], ""] for r in rows}
+    assert got["docs"] == {r["docno"]: r["text"] for r in rows}
+    # queries.xml: TREC-style topics, one per topic, the query text in <query>
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(folder / "queries.xml").getroot()
+    assert [(t.get("number"), t.findtext("query")) for t in root] == list(dict((r["qid"], r["query"]) for r in rows).items())
+
+
+def test_a_rerank_dataset_from_a_stage_made_before_original_query(tmp_path: Path) -> None:
+    """A stage written before the TIREx fields (qid, query, docno, text, rank, score, fields) still
+    gives a re-rank dataset: its topics from qid and query."""
+    from sharedtask.rerank.dataset import make_rerank_dataset
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    with gzip.open(stage / "rerank.jsonl.gz", "wt") as out:
+        for qid, doc in (("7", "a"), ("7", "b"), ("3", "c")):
+            out.write(json.dumps({"qid": qid, "query": f"q{qid}", "docno": doc, "text": "t", "rank": 1, "score": 1.0,
+                                  "fields": {"x": "t"}}) + "\n")
+    folder = make_rerank_dataset(stage, tmp_path / "dataset")
+    assert [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()] == [
+        {"qid": "7", "query": "q7", "original_query": {"query_id": "7", "text": "q7"}},
+        {"qid": "3", "query": "q3", "original_query": {"query_id": "3", "text": "q3"}}]
+    (stage / "rerank.jsonl.gz").write_bytes(b"not gzip")
+    with pytest.raises(FormatError, match="not a re-ranking input"):
+        make_rerank_dataset(stage, tmp_path / "again")

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from sharedtask.cli import main
-from sharedtask.images import BuildSandbox, ensure_image
+from sharedtask.images.build import BuildSandbox, ensure_image
 from sharedtask.sandbox import run
 from sharedtask.sandbox.outputs import remove_tree
 from sharedtask.spec import load_task
@@ -417,7 +417,7 @@ def test_runsc_refuses_a_network(hostile_image, tmp_path, runsc):
 
 
 def test_the_bm25_baseline_is_byte_identical_under_runsc(docker_client, tmp_path, runsc):
-    from sharedtask.images import ensure_software_image
+    from sharedtask.images.build import ensure_software_image
     from sharedtask.manifest import load_manifest
 
     sw = load_manifest().software("lucene-bm25")

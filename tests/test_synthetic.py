@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sharedtask import synthetic
+from sharedtask.samples import synthetic
 from sharedtask.formats import (
     read_argsme,
     read_arqmath_topics,

@@ -75,7 +75,7 @@ import pytest
 import yaml
 
 from sharedtask.findings import Severity
-from sharedtask.images import ensure_software_image
+from sharedtask.images.build import ensure_software_image
 from sharedtask.manifest import load_manifest
 from sharedtask.sandbox.api import run as sandbox_run
 from sharedtask.spec import load_task

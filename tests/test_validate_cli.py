@@ -10,7 +10,7 @@ from rich.console import Console
 
 from sharedtask.cli import main
 from sharedtask.findings import Finding, Severity
-from sharedtask.findings_output import findings_json, render_findings
+from sharedtask.findings.output import findings_json, render_findings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 

@@ -36,7 +36,7 @@ class Software:
     commands: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = ()
     description: str = ""
-    build_sandbox: dict[str, Any] = field(default_factory=dict)  # see sharedtask.images.BuildSandbox
+    build_sandbox: dict[str, Any] = field(default_factory=dict)  # see sharedtask.images.build.BuildSandbox
     #: A re-ranker's first stages (manifest names); the first that serves a task feeds it there.
     input_runs: tuple[str, ...] = ()
 

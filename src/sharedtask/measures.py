@@ -11,6 +11,8 @@ Like ir_measures' ``register``, adding a measure is one declaration here:
 - any other measure names its **procedure** (``compute=`` "module:function"), called
   with the family's prepared input (docs/evaluation.md lists them).
 
+Which inputs a task family provides is the family's declaration (``sharedtask.families``).
+
 This module imports nothing heavy: the spec loader consults it on every load.
 """
 
@@ -24,19 +26,6 @@ from typing import Any, Callable
 #: answer per topic (ARQMath-3 Task 3); ``trec-run``: a plain TREC run (Touché);
 #: ``exam-passages``: a ranking run's top-k passages with their text and exam questions.
 INPUTS = ("prime", "task3", "trec-run", "programs", "exam-passages")
-
-#: Which input each task family provides.
-FAMILY_INPUT: dict[str, str] = {
-    "arqmath-task1": "prime",
-    "arqmath-task2": "prime",
-    "arqmath-task3": "task3",
-    "touche": "trec-run",
-    "semantic-search": "trec-run",
-    "mathqa": "programs",
-}
-
-#: Further inputs a family provides besides its own (EXAM on Task 1 runs: the corpus gives the text).
-EXTRA_INPUTS: dict[str, tuple[str, ...]] = {"arqmath-task1": ("exam-passages",)}
 
 #: How topics are averaged, by name (printed with every result).
 AVERAGING: dict[str, str] = {
@@ -112,10 +101,9 @@ def get(measure_id: str) -> Measure:
         raise KeyError(f"unknown measure {measure_id!r}; registered: {', '.join(sorted(REGISTRY))}") from None
 
 
-def for_family(family: str) -> list[str]:
-    """The measure ids a task of ``family`` can name."""
-    wanted = (FAMILY_INPUT.get(family), *EXTRA_INPUTS.get(family, ()))
-    return sorted(m.id for m in REGISTRY.values() if m.input in wanted)
+def for_inputs(inputs: tuple[str, ...]) -> list[str]:
+    """The measure ids that score one of ``inputs`` (a family's, ``sharedtask.families``)."""
+    return sorted(m.id for m in REGISTRY.values() if m.input in inputs)
 
 
 _ARQ = ("ARQMath organizers' scripts arqmath_to_prim_task1.py / de_duplicate_2021.py + trec_eval 9.0.8 "

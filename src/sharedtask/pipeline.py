@@ -18,9 +18,9 @@ from typing import Any, Callable
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult
 from sharedtask.executor.job import DONE, FAILED, DatasetRef, Job
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding, Severity
-from sharedtask.images import ensure_software_image
+from sharedtask.images.build import ensure_software_image
 from sharedtask.manifest import Dataset, Manifest, Software
 from sharedtask.report import RunEntry, TaskSection
 from sharedtask.sandbox.outputs import REJECTED
@@ -136,8 +136,8 @@ def plan(task: Task, manifest: Manifest, out_dir: Path, *, dataset_name: str = "
          options: dict[str, Any] | None = None) -> list[Planned]:
     """The jobs of one task: each software that serves it on the named dataset, named by content
     (image id, sha256 of every input file), with its run folder ``OUT/<task>/<software>``."""
-    from sharedtask.dockerclient import docker_client
-    from sharedtask.executor.images import image_id
+    from sharedtask.images.client import docker_client
+    from sharedtask.images.shipping import image_id
     from sharedtask.sandbox.api import dataset_id_of
 
     dataset = manifest.dataset(task, dataset_name)
@@ -254,34 +254,6 @@ def entry_for(run: Planned, result: JobResult | None, say: Say,
     entry.per_topic = {k: dict(v) for k, v in scored.per_topic.items()}
     entry.notes.extend(scored.notes)
     return entry, scored
-
-
-def run_one(task: Task, sw: Software, dataset: Dataset, out_dir: Path, say: Say, build_error: str | None,
-            on_validated: Callable[[RunEntry], None] | None = None, *, input_run: Path | None = None,
-            first_stage: str | None = None) -> tuple[RunEntry, Any]:
-    """One software on one dataset, here and now, in this process's sandbox (the submission
-    service's path); the row is made by :func:`entry_for`, as for a batch. Never raises for
-    the run's own faults. ``input_run``: a re-ranker's stage folder (``$inputRun``), the
-    first stage named ``first_stage``."""
-    from sharedtask.sandbox import run as sandbox_run
-    from sharedtask.sandbox.outputs import remove_tree
-
-    run = Planned(task, sw, dataset, out_dir / task.id / sw.name, None,
-                  f"image build failed: {build_error}" if build_error else None, first_stage=first_stage)
-    if build_error:
-        return entry_for(run, None, say)
-    remove_tree(run.run_dir)  # a previous run's output: any depth, links not followed
-    run.run_dir.mkdir(parents=True)
-    try:
-        outcome = sandbox_run(task, sw.image, command=sw.command_for(task.id), input_dir=dataset.input_dir,
-                              output_dir=run.run_dir / "output", record_dir=run.run_dir,
-                              observer=_Observer(say, sw.name), input_run=input_run)
-    except SharedTaskError as exc:
-        run.error = f"sandbox: {exc}"
-        return entry_for(run, None, say)
-    result = JobResult("local", DONE if outcome.result.ok else FAILED, outcome.result.status,
-                       outcome.result.message, "local", outcome.validation, outcome.record, run.run_dir)
-    return entry_for(run, result, say, on_validated=on_validated)
 
 
 def execute(runs: list[Planned], executor: Any, say: Say, *, on_state: OnState | None = None,

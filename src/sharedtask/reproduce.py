@@ -75,7 +75,7 @@ def _read_record(path: Path) -> dict[str, Any]:
 
 
 def _original_run(record: dict[str, Any], task: Task) -> Path:
-    from sharedtask.runfile import find_run_file
+    from sharedtask.formats.runfile import find_run_file
 
     recorded = (record.get("validation") or {}).get("run_file")
     if recorded and Path(recorded).is_file():
@@ -177,9 +177,13 @@ def run_options(record: dict[str, Any], task: Task, *, trust: bool = False, inpu
     runtime = policy.get("runtime") or task.sandbox.runtime
     recorded_run = dataset.get("input_run")
     dataset_id = dataset.get("id")
+    rerank = record.get("rerank") if isinstance(record.get("rerank"), dict) else None
     options: dict[str, Any] = {
         "dataset_id": dataset_id[:200] if isinstance(dataset_id, str) else None,
         "read_only_root": bool(policy.get("read_only_root", False)),
+        # a re-ranker recorded before the re-rank dataset (no rerank.dataset) read the task's
+        # dataset at $inputDataset: its image is re-run as it ran (docs/pipelines.md)
+        "rerank_dataset": not (rerank is not None and "dataset" not in rerank),
     }
     if trust:
         options.update(_trusted_limits(policy.get("limits")), runtime=runtime,
@@ -367,7 +371,7 @@ def reproduce_baselines(
     baseline is expected to give the same bytes under every profile."""
     from sharedtask.sandbox.cpu import difference
     from sharedtask.pipeline import build_images, with_parents
-    from sharedtask.runfile import find_run_file
+    from sharedtask.formats.runfile import find_run_file
     from sharedtask.sandbox import run as sandbox_run
     from sharedtask.spec import task_ids
 

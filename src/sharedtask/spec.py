@@ -69,8 +69,9 @@ class InputContract:
 class RerankContract:
     """A re-ranking stage: its submissions read a previous stage's top ``depth`` per topic.
 
-    The candidates reach the container as ``$inputRun/rerank.jsonl.gz`` next to the first
-    stage's ``run.txt`` (docs/pipelines.md), as TIREx hands re-rankers their input.
+    The candidates reach the container as ``$inputDataset/rerank.jsonl.gz``, the re-rank
+    dataset, as TIREx hands re-rankers their input; ``$inputRun`` holds them next to the first
+    stage's ``run.txt`` (docs/pipelines.md).
     """
 
     depth: int
@@ -167,6 +168,28 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True)
+class PoolingSpec:
+    """How a new edition's truth is made (the spec's ``pooling:`` block, docs/assessment.md).
+
+    ``depths`` per run kind (primary, alternate) count pooled items, i.e. visual ids when
+    ``unit`` is ``visual-id`` (ARQMath Task 2); ``relevant_from`` binarizes grades for
+    agreement; ``resolve`` merges several assessors' grades of one item into the qrels.
+    """
+
+    pooled: bool
+    unit: str = "document"
+    depths: dict[str, int] = field(default_factory=dict)
+    judged: tuple[str, ...] = ("relevance",)
+    relevant_from: int = 1
+    resolve: str = "max"
+    adjudicator: str | None = None
+    instances_per_item: int | None = None
+    shared_with: str | None = None
+    source: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     title: str
@@ -186,6 +209,7 @@ class Task:
     source_path: Path
     raw: dict[str, Any] = field(repr=False, compare=False)
     rerank: RerankContract | None = None
+    pooling: PoolingSpec | None = None
 
     @property
     def primary_measure(self) -> MeasureSpec:
@@ -334,7 +358,7 @@ def _digest(doc: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _known_valid(digest: str) -> bool:
+def known_valid(digest: str) -> bool:
     cache = _cache_file()
     try:
         return cache is not None and digest in cache.read_text(encoding="ascii").split()
@@ -342,7 +366,7 @@ def _known_valid(digest: str) -> bool:
         return False
 
 
-def _remember_valid(digest: str) -> None:
+def remember_valid(digest: str) -> None:
     cache = _cache_file()
     if cache is None:
         return
@@ -364,14 +388,14 @@ def _schema_errors(doc: dict[str, Any]) -> list[Any]:
     import (about 0.1 s) on short commands such as evaluating a small run.
     """
     digest = _digest(doc)
-    if _known_valid(digest):
+    if known_valid(digest):
         return []
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.FormatChecker())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
-        _remember_valid(digest)
+        remember_valid(digest)
     return errors
 
 
@@ -395,10 +419,11 @@ def _validate(path: Path, doc: dict[str, Any], layers: list[tuple[Path, dict[str
 
 
 def _check_measures(doc: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
-    """Every measure a spec names is registered for the task's family (sharedtask.measures)."""
-    from sharedtask import measures
+    """Every measure a spec names is registered for the task's family (sharedtask.measures,
+    sharedtask.families)."""
+    from sharedtask import families, measures
 
-    known = measures.for_family(doc["family"])
+    known = measures.for_inputs(families.get(doc["family"]).inputs)
     for i, entry in enumerate(doc["measures"]):
         if entry["id"] not in known:
             owner = _owner(layers, ["measures", i, "id"])
@@ -445,7 +470,23 @@ def load_task_file(path: Path) -> Task:
         source_path=path,
         raw=doc,
         rerank=_rerank(doc.get("rerank")),
+        pooling=_pooling(path, doc.get("pooling")),
     )
+
+
+def _pooling(path: Path, entry: dict[str, Any] | None) -> PoolingSpec | None:
+    if entry is None:
+        return None
+    if entry.get("resolve") == "adjudicator" and not entry.get("adjudicator"):
+        raise SpecError(f"{path}: pooling.adjudicator: resolve is adjudicator but no adjudicator is named")
+    if entry.get("instances_per_item") is not None and entry.get("unit") != "visual-id":
+        raise SpecError(f"{path}: pooling.instances_per_item: only unit visual-id keeps formula instances")
+    return PoolingSpec(pooled=entry["pooled"], unit=entry.get("unit", "document"),
+                       depths=dict(entry.get("depths", {})), judged=tuple(entry.get("judged", ("relevance",))),
+                       relevant_from=entry.get("relevant_from", 1), resolve=entry.get("resolve", "max"),
+                       adjudicator=entry.get("adjudicator"), instances_per_item=entry.get("instances_per_item"),
+                       shared_with=entry.get("shared_with"), source=" ".join(entry.get("source", "").split()),
+                       reason=" ".join(entry.get("reason", "").split()))
 
 
 def _rerank(entry: dict[str, Any] | None) -> RerankContract | None:

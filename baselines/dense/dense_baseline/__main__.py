@@ -5,9 +5,10 @@ Task 1 and ARQMath Task 1.
 
 ``dense``: WordLlama vectors (encode.py), exact cosine top-k (search.py). ``bm25``:
 Anserini BM25 (k1 0.9, b 0.4) over the same document text. ``hybrid``: both, fused by
-reciprocal rank fusion (k = 60). ``rerank``: the dense scores of a first stage's
-candidates (``$inputRun/rerank.jsonl.gz``, rerank.py), no index; ``bm25f``: the same
-candidates by cross-field BM25 (bm25f.py). Reads ``$inputDataset``,
+reciprocal rank fusion (k = 60); on mathlib4 BM25 also indexes and searches the words of
+each Lean name (corpus.bm25_text). ``rerank``: the dense scores of a first stage's
+candidates (the re-rank dataset's ``$inputDataset/rerank.jsonl.gz``, rerank.py), no index;
+``bm25f``: the same candidates by cross-field BM25 (bm25f.py). Reads ``$inputDataset``,
 writes ``$outputDir/run.txt``.
 No network at any point: the model's weights are inside the image's wordllama wheel.
 """
@@ -22,7 +23,7 @@ import time
 from lucene_baseline.anserini import Model
 from lucene_baseline.anserini import index as anserini_index
 from lucene_baseline.contract import RUN_FILE, prepare, scratch_dir
-from lucene_baseline.jsonl import ShardedJsonl
+from lucene_baseline.jsonl import ShardedJsonl, clean_query
 from lucene_baseline.pipeline import search as bm25_search
 from sharedtask.formats.trec import RunRow, write_run
 
@@ -46,7 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tag", default=None, help="run tag (default sharedtask-<mode>)")
     p.add_argument("--input", help="dataset folder (default $inputDataset)")
     p.add_argument("--output", help="output folder (default $outputDir)")
-    p.add_argument("--input-run", help="re-ranking stage folder for --mode rerank and bm25f (default $inputRun)")
+    p.add_argument("--input-run", help="a stage folder for --mode rerank and bm25f when $inputDataset holds no rerank.jsonl.gz "
+                   "(default $inputRun)")
     p.add_argument("--work", help="keep scratch files (JSONL, index) in this folder")
     return p.parse_args(argv)
 
@@ -74,19 +76,22 @@ def dense_hits(jsonl_dir, queries: list[tuple[str, str]], hits: int, block: int)
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     data, out, threads = prepare(args.input, args.output, args.threads)
-    task = corpus.detect_task(data)
     tag = args.tag or f"sharedtask-{args.mode}"
-    log.info("task %s, mode %s, input %s, output %s", task, args.mode, data, out)
     start = time.monotonic()
-    queries = corpus.queries(task, data)
-    if args.mode in ("rerank", "bm25f"):
-        stage = rerank.stage_file(args.input_run)
+    if args.mode in ("rerank", "bm25f"):  # the re-rank dataset: candidates and topics, no corpus
+        stage = rerank.stage_file(data, args.input_run)
+        task = rerank.family(stage)
+        log.info("task %s, mode %s, candidates %s, output %s", task, args.mode, stage, out)
+        queries = rerank.queries(stage, task)
         if args.mode == "rerank":
             final, count = rerank.rerank_hits(stage, queries, args.hits)
         else:
             final, count = bm25f.bm25f_hits(stage, queries, args.hits, task)
         log.info("re-ranked %d candidates of %d queries in %.1f s", count, len(queries), time.monotonic() - start)
         return _write(out, tag, task, queries, final, start)
+    task = corpus.detect_task(data)
+    log.info("task %s, mode %s, input %s, output %s", task, args.mode, data, out)
+    queries = corpus.queries(task, data)
     with scratch_dir(args.work) as work:
         jsonl_dir = work / "jsonl"
         t0 = time.monotonic()
@@ -98,9 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         runs: list[list[Hits]] = []
         if args.mode in ("bm25", "hybrid"):
             t1 = time.monotonic()
-            anserini_index(jsonl_dir, work / "index", threads)
+            indexed, searched = jsonl_dir, queries
+            if task == "semantic-search":  # Lean names split into words (corpus.bm25_text)
+                indexed = work / "jsonl-bm25"
+                with ShardedJsonl(indexed, threads) as sink:
+                    corpus.bm25_view(jsonl_dir, sink)
+                searched = [(qid, clean_query(corpus.bm25_text(q))) for qid, q in queries]
+            anserini_index(indexed, work / "index", threads)
             log.info("BM25 indexed in %.1f s", time.monotonic() - t1)
-            by_topic = bm25_search(work / "index", work, queries, Model("bm25"), args.hits, threads, tag)
+            by_topic = bm25_search(work / "index", work, searched, Model("bm25"), args.hits, threads, tag)
             runs.append([[(h.docid, float(h.score)) for h in by_topic.get(qid, [])] for qid, _ in queries])
         if args.mode in ("dense", "hybrid"):
             runs.append(dense_hits(jsonl_dir, queries, args.hits, args.block))

@@ -8,6 +8,7 @@ from their JSON Lines file here (name + informal restatement + formal statement)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +39,45 @@ def _jsonl_lines(path: Path) -> Iterator[dict]:
 
 def statement_text(obj: dict) -> str:
     """What a statement is embedded and indexed as: the informal name and text, then the formal one."""
-    return " ".join(str(obj.get(key) or "") for key in ("name", "informal", "formal")).strip()
+    # the empty fields are left out (an empty informal text left a double space), exactly as
+    # sharedtask's re-ranking input joins them (rerank/texts.py): a re-ranked score is the full run's
+    return " ".join(text for key in ("name", "informal", "formal") if (text := str(obj.get(key) or ""))).strip()
+
+
+#: a Lean name or any word: letters, digits, ``_``, ``.``, ``'`` and the Unicode letters Lean allows
+_NAME = re.compile(r"[^\W\d][\w.']*")
+#: camelCase boundaries: ``isPrime`` -> is|Prime, ``HTTPServer`` -> HTTP|Server, ``two3`` -> two|3
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[^\W\d])(?=\d)|(?<=\d)(?=[^\W\d])")
+
+
+def lean_words(text: str) -> str:
+    """The words of each Lean name in ``text``, split at ``.``, ``_`` and camelCase:
+    ``Nat.Prime.two_le`` -> ``Nat Prime two le``; ``IsLeftRegular.all`` -> ``Is Left Regular all``.
+
+    Why: Lucene's StandardTokenizer keeps ``Nat.Prime.two_le`` whole (UAX #29 joins letters
+    across ``.`` and ``_``), so a docstring's "prime" never met the name that states it. Only
+    names that split are given (a plain word is indexed once, as before).
+    """
+    out: list[str] = []
+    for name in _NAME.findall(text):
+        parts = [w for piece in re.split(r"[._']+", name) for w in _CAMEL.split(piece) if w]
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)
+
+
+def bm25_text(text: str) -> str:
+    """What BM25 indexes and searches for a mathlib4 statement or query: the text, then the words
+    of its Lean names (the dense baseline embeds the text alone)."""
+    words = lean_words(text)
+    return f"{text} {words}" if words else text
+
+
+def bm25_view(jsonl_dir: Path, out: ShardedJsonl) -> int:
+    """The converted statements again, each with its names' words (:func:`bm25_text`), for BM25."""
+    for doc, text in read_documents(jsonl_dir):
+        out.write_line(json_line(doc, bm25_text(text)))
+    return out.count
 
 
 def convert(task: str, data: Path, out: ShardedJsonl, work: Path, workers: int) -> int:

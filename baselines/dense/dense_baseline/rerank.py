@@ -1,8 +1,9 @@
-"""Dense re-ranking of a first stage: the candidates of ``$inputRun/rerank.jsonl.gz``
-(one JSON object per line: qid, query, docno, text, rank, score; docs/formats.md),
-scored by the cosine of their WordLlama vectors with the query's, exactly as the full
-dense run scores them (quantised vectors, ties by doc id descending). No index is built
-and the corpus is never read: the re-ranker sees only what the first stage handed over.
+"""Dense re-ranking of a first stage: the candidates of ``$inputDataset/rerank.jsonl.gz``,
+the re-rank dataset in TIREx's layout (one JSON object per line: qid, query, original_query,
+docno, text, original_document, rank, score, fields; docs/pipelines.md), scored by the
+cosine of their WordLlama vectors with the query's, exactly as the full dense run scores
+them (quantised vectors, ties by doc id descending). No index is built and the corpus is
+never read: the re-ranker sees only what the first stage handed over.
 """
 
 from __future__ import annotations
@@ -13,20 +14,61 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from lucene_baseline.arqmath import topic_query
+from lucene_baseline.jsonl import clean_query
+from sharedtask.formats.arqmath import ArqmathTopic
+
 from dense_baseline import encode
 from dense_baseline.search import Hits, TopK
 
 RERANK_FILE = "rerank.jsonl.gz"
+#: the task family by the fields of a candidate (rerank/texts.py in sharedtask writes them)
+FAMILIES = {("conclusion", "premises"): "touche", ("body", "title"): "arqmath-task1",
+            ("formal", "informal", "name"): "semantic-search"}
 
 
-def stage_file(input_run: str | None) -> Path:
-    folder = input_run or os.environ.get("inputRun")
-    if not folder:
-        raise SystemExit("error: --mode rerank needs the first stage at $inputRun (sharedtask run --input-run DIR)")
-    path = Path(folder) / RERANK_FILE
-    if not path.is_file():
-        raise SystemExit(f"error: {path} does not exist: $inputRun must be a re-ranking stage (docs/pipelines.md)")
-    return path
+def stage_file(dataset: str | Path, input_run: str | None = None) -> Path:
+    """The candidates: ``$inputDataset/rerank.jsonl.gz`` (TIREx's re-rank dataset), else
+    ``$inputRun/rerank.jsonl.gz`` (a stage mounted alone, as sharedtask did before)."""
+    folders = [Path(dataset), *(Path(f) for f in (input_run or os.environ.get("inputRun"),) if f)]
+    for folder in folders:
+        if (folder / RERANK_FILE).is_file():
+            return folder / RERANK_FILE
+    raise SystemExit(f"error: {folders[0] / RERANK_FILE} does not exist: run this mode as a re-ranker "
+                     "(sharedtask run --input-run DIR; docs/pipelines.md)")
+
+
+def family(path: Path) -> str:
+    """The task family of a re-ranking input, from its first candidate's fields."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        keys = tuple(sorted(json.loads(first).get("fields") or {}))
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise SystemExit(f"error: {path}:1: not a re-ranking line ({exc})") from None
+    if keys not in FAMILIES:
+        raise SystemExit(f"error: {path}:1: fields {list(keys)} are not those of a known task family")
+    return FAMILIES[keys]
+
+
+def queries(path: Path, task: str) -> list[tuple[str, str]]:
+    """(qid, query) in the file's order, as the full-rank run reads its topics file: the same
+    query text, so that a candidate's score is its full-rank score."""
+    out: dict[str, str] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            obj = json.loads(line)
+            qid = str(obj["qid"])
+            if qid in out:
+                continue
+            original = obj.get("original_query") or {}
+            if task == "arqmath-task1" and "question" in original:
+                topic = ArqmathTopic(qid, str(original["title"]), str(original["question"]),
+                                     tuple(t for t in str(original.get("tags", "")).split(",") if t), None, None)
+                out[qid] = topic_query(topic)
+            else:
+                out[qid] = clean_query(str(obj["query"]))
+    return list(out.items())
 
 
 class Candidate(NamedTuple):

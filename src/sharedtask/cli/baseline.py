@@ -81,7 +81,7 @@ def build_software(sw: Software, *, force: bool = False) -> str:
     """Build one image with a status line; returns the image id."""
     if sw.build is None:
         return sw.image
-    from sharedtask.images import ensure_software_image
+    from sharedtask.images.build import ensure_software_image
 
     with console.status(f"building {sw.image} from {sw.build}") as status:
         image_id, built = ensure_software_image(sw, force=force,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sharedtask.cli import LazyConsole
 
 if TYPE_CHECKING:
-    from sharedtask.inputcheck import InputReport
+    from sharedtask.data.inputcheck import InputReport
 
 # The spec, the readers and rich are imported where used: --help needs none of them.
 console = LazyConsole(highlight=False)
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sharedtask.inputcheck import check_input
+    from sharedtask.data.inputcheck import check_input
     from sharedtask.spec import load_task
 
     task = load_task(args.task)
@@ -51,7 +51,7 @@ def render(report: InputReport) -> None:
     from rich.filesize import decimal
     from rich.table import Table
 
-    from sharedtask.findings_output import render_findings
+    from sharedtask.findings.output import render_findings
 
     table = Table(title=f"{report.task.id}: input contract of {report.directory}", title_justify="left")
     for col, justify in (("path", "left"), ("format", "left"), ("files", "right"), ("records", "right"),

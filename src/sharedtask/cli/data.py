@@ -72,6 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--input", action="store_true", help="print the input folder (must be complete)")
     which.add_argument("--truth", action="store_true", help="print the truth folder (must be complete)")
     path.set_defaults(func=_path)
+    lay = sub.add_parser("ir-layout", help="write TIRA's ir_datasets layout (documents.jsonl.gz, queries.jsonl, "
+                                           "queries.xml) of a dataset folder from its native files")
+    lay.add_argument("folder", type=Path, metavar="DIR", help="a dataset's input folder (what $inputDataset is)")
+    lay.add_argument("--task", required=True, help="the task whose input contract declares the layout")
+    lay.add_argument("--out", type=Path, metavar="DIR", help="write here instead of into DIR")
+    lay.add_argument("--json", action="store_true", help="the counts as JSON on stdout")
+    lay.set_defaults(func=_ir_layout)
 
 
 def _console() -> Console:
@@ -241,4 +248,19 @@ def _path(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"{ds.id} is not complete: {names} missing", hint=placing_hint(ds, still))
     folder = store.dataset_dir(ds)
     print(folder / roles[0] if len(roles) == 1 else folder)
+    return 0
+
+
+def _ir_layout(args: argparse.Namespace) -> int:
+    from sharedtask.data.irlayout import write_ir_layout
+    from sharedtask.spec import load_task
+
+    if not args.folder.is_dir():
+        raise SharedTaskError(f"{args.folder} is not a folder", hint="give a dataset's input folder")
+    summary = write_ir_layout(load_task(args.task), args.folder, args.out)
+    if args.json:
+        print(json.dumps(summary.to_json()))
+    else:
+        _console().print(f"wrote TIRA's layout to {escape(str(summary.folder))}: {summary.documents} documents, "
+                         f"{summary.queries} queries (documents.jsonl.gz, queries.jsonl, queries.xml)")
     return 0

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
 
@@ -45,17 +45,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "submission) as a team, publish the leaderboards and keep serving until Ctrl-C "
                              "(the organizer's sign-in link is printed)")
     parser.add_argument("--port", type=int, default=8000, help="port of the service with --serve (default: 8000)")
+    edition = parser.add_argument_group("a new edition on the sample (docs/assessment.md)")
+    edition.add_argument("--edition", action="store_true",
+                         help="instead: pool the runs of --runs, let two simulated assessors judge the pool from "
+                              "the sample's truth, measure their agreement, assemble and register the qrels, and "
+                              "rank the runs by them (one --task, default arqmath-3-task1)")
+    edition.add_argument("--runs", type=Path, action="append", metavar="PATH",
+                         help="with --edition: run files or folders of them (repeatable; default: the checkout's "
+                              "baselines/reference-runs/TASK)")
+    edition.add_argument("--error-rate", type=float, default=0.15, metavar="P",
+                         help="with --edition: share of grades each simulated assessor gets wrong (default 0.15)")
+    edition.add_argument("--double", type=float, default=0.5, metavar="P",
+                         help="with --edition: share of each topic's items judged twice (default 0.5)")
+    edition.add_argument("--seed", type=int, default=1, help="with --edition: seed of the simulation (default 1)")
     where = parser.add_argument_group("where the runs happen (docs/distributed.md)")
     where.add_argument("--parallel", type=int, default=1, metavar="N",
                        help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
-    where.add_argument("--broker", metavar="URL",
-                       help="send the runs to `sharedtask worker` processes through this Celery broker "
-                            "(redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, amqp://...)")
-    where.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
-    where.add_argument("--images-dir", type=Path, metavar="DIR",
-                       help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
-                            "(DIR must be readable by them at the same path, or served at --images-url)")
-    where.add_argument("--images-url", metavar="URL", help="where workers fetch the archives of --images-dir (http(s)://.../)")
+    options.add_broker(where, "send the runs to `sharedtask worker` processes through this Celery broker")
+    options.add_image_shipping(where)
     where.add_argument("--registry", metavar="HOST:PORT",
                        help="with --broker: push each image to this registry; workers pull it by digest")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
@@ -68,6 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.edition:
+        return _edition(args)
     from dataclasses import replace
 
     from sharedtask.executor import executor_for
@@ -92,18 +101,15 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--out {args.out} is a file, not a folder")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from sharedtask.images import docker_client
+    from sharedtask.images.client import docker_client
 
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    options.check_broker(args)
     if args.registry and not (args.broker or args.kubernetes):
         raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
     if args.kubernetes and args.broker:
         raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
-    if args.images_url and not args.images_dir:
-        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
     docker_client()  # one clear line when Docker is not there, before any work
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -216,8 +222,8 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
 
 def _image_source(args: argparse.Namespace):
     """How workers get an image they lack: an archive (--images-dir/--images-url) or a registry."""
-    from sharedtask.executor import images
-    from sharedtask.images import docker_client
+    from sharedtask.images import shipping as images
+    from sharedtask.images.client import docker_client
 
     return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
                              images_url=args.images_url)
@@ -245,3 +251,37 @@ def _task_table(outcome) -> Table:
             cells = [markup_safe(entry.name), f"[red]{reason}[/]"] + [""] * (len(table.columns) - 2)
             table.add_row(*cells[: len(table.columns)])
     return table
+
+
+def _edition(args: argparse.Namespace) -> int:
+    """``demo --edition``: sharedtask.edition.demo on one task's sample."""
+    from rich.table import Table
+
+    from sharedtask.cli import escape
+    from sharedtask.edition.demo import run_edition_demo, runs_from
+    from sharedtask.spec import load_task
+
+    if args.task and len(args.task) > 1:
+        raise SharedTaskError("--edition runs one task at a time: give one --task")
+    task = load_task(args.task[0] if args.task else "arqmath-3-task1")
+    paths = args.runs
+    if not paths:
+        default = Path("baselines") / "reference-runs" / task.id
+        if not default.is_dir():
+            raise SharedTaskError(f"no runs given and no {default} here",
+                                  hint="give --runs DIR (run files of the task), or run from a checkout")
+        paths = [default]
+    result = run_edition_demo(task, runs_from(paths), args.out, error_rate=args.error_rate, double=args.double,
+                              seed=args.seed, say=lambda m: console.print(escape(m)))
+    table = Table(title=f"{task.id}: {result.measure}", title_justify="left")
+    for column in ("run", "new qrels", "sample truth"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for name, old, new in result.board:
+        table.add_row(escape(name), "-" if new is None else f"{new:.4f}", "-" if old is None else f"{old:.4f}")
+    console.print(table)
+    if args.json:
+        print(json.dumps({"task": task.id, "dataset": result.dataset, "agreement": result.agreement,
+                          "pool": result.pool.counts(), "judged": result.judgments, "kendall_tau": result.tau,
+                          "board": [{"run": n, "new_qrels": new, "sample_truth": old} for n, old, new in result.board]},
+                         indent=2))
+    return 0

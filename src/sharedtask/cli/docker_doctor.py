@@ -54,7 +54,7 @@ def run_checks() -> list[Check]:
         checks.append(Check("docker daemon", False, f"not reachable ({exc.__class__.__name__})",
                             f"sudo bash {setup}  (starts dockerd, log /var/log/sharedtask-dockerd.log)"))
         return checks
-    from sharedtask.images import base_image
+    from sharedtask.images.build import base_image
 
     name = base_image()
     try:

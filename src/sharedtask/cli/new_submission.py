@@ -27,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("directory", metavar="DIR", type=Path, help="target folder (created; must be empty unless --force)")
     parser.add_argument("--name", help="submission name, used for the image and run tag (default: DIR's name)")
     parser.add_argument("--rerank", action="store_true",
-                        help="a re-ranker of the task's first stage: run.py reads $inputRun/rerank.jsonl.gz "
-                             "(the candidates with their text), no index (docs/pipelines.md)")
+                        help="a re-ranker of the task's first stage: run.py reads the re-rank dataset "
+                             "$TIRA_INPUT_DATASET/rerank.jsonl.gz (the candidates with their text, as TIREx), no index "
+                             "(docs/pipelines.md)")
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty DIR, overwriting the scaffold's files (other files are kept)")
     parser.set_defaults(func=_main)

@@ -1,7 +1,7 @@
 """``sharedtask serve``: the submission service (HTTP API + pages) over a database.
 
 Also the organizer's own command line on the server: ``--new-organizer-token`` and
-``--new-team NAME`` print a token and exit without starting the server.
+``--new-team NAME`` / ``--new-assessor NAME`` print a token and exit without starting the server.
 Exit code 2 for a bad database URL, a port in use, an unknown task or a broker that does not answer.
 """
 
@@ -11,7 +11,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 
 from sharedtask.errors import SharedTaskError
 
@@ -37,15 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"where uploads and runs are kept (default: {DEFAULT_DIR})")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    parser.add_argument("--broker", metavar="URL",
-                        help="run submissions on compute workers (`sharedtask worker --broker URL` on any machine): "
-                             "redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS (docs/distributed.md)")
-    parser.add_argument("--queue", metavar="NAME", help="with --broker: the workers' queue (default: sharedtask)")
-    parser.add_argument("--images-dir", type=Path, metavar="DIR",
-                        help="with --broker: `docker save` each submitted image to DIR/<id>.tar for workers that "
-                             "lack it (readable by them at the same path, or served at --images-url)")
-    parser.add_argument("--images-url", metavar="URL",
-                        help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
+    options.add_broker(parser, "run submissions on compute workers (`sharedtask worker --broker URL` on any machine; "
+                               "docs/distributed.md)")
+    options.add_image_shipping(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="sandboxed runs at the same time in the local pool (default: 1); with --broker: "
                              "finished runs landed and scored at the same time")
@@ -69,19 +63,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     once = parser.add_mutually_exclusive_group()
     once.add_argument("--new-organizer-token", action="store_true", help="print a new organizer token and exit")
     once.add_argument("--new-team", metavar="NAME", help="create a team, print its token and exit")
+    once.add_argument("--new-assessor", metavar="NAME",
+                      help="create an assessor (judges pools, docs/assessment-service.md), print the token and exit")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-    from sharedtask.service.tokens import create_team, organizer_token
+    from sharedtask.service.teams.tokens import create_team, organizer_token
     from sharedtask.spec import load_task
     from sharedtask.units import parse_size
 
     if args.workers < 1:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    options.check_broker(args)
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
     for task_id in args.tasks or ():
@@ -91,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
     migrate(engine)
     factory = sessions(engine)
+    if args.new_assessor is not None:
+        from sharedtask.service.assessment.people import create_assessor
+
+        with factory.begin() as session:
+            token = create_assessor(session, args.new_assessor)[1]
+        print(token)
+        return 0
     if args.new_organizer_token or args.new_team:
         with factory.begin() as session:
             token = organizer_token(session) if args.new_organizer_token else create_team(session, args.new_team)[1]
@@ -104,26 +106,26 @@ def run(args: argparse.Namespace) -> int:
         for task_id in args.tasks or task_ids():
             manifest.dataset(load_task(task_id), args.dataset)
     from sharedtask.service.app import ServiceConfig, create_app
-    from sharedtask.service.executor import RunSettings, make_executor
+    from sharedtask.service.runs import RunSettings, make_runs
 
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
     image_source = stage_source = None
     if args.broker and args.images_dir:
-        from sharedtask.dockerclient import docker_client
-        from sharedtask.executor.images import source_for
+        from sharedtask.images.client import docker_client
+        from sharedtask.images.shipping import source_for
         from sharedtask.executor.stages import stage_source_for
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
         stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
-    executor = make_executor(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
-                             stage_source=stage_source)
+    runs = make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
+                     stage_source=stage_source)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
                            dataset=args.dataset,
                            workers_lack_stages=bool(args.broker) and stage_source is None)
-    app = create_app(factory, executor, config)
+    app = create_app(factory, runs, config)
     return _serve(app, args.host, args.port)
 
 

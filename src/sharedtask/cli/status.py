@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
+from sharedtask.cli import options
 from sharedtask.errors import SharedTaskError
 
 
@@ -20,9 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Ask the service at SERVER about submission ID (as `sharedtask submit --wait` does); with "
                     "--wait, poll until it is done or failed, waiting out a server that restarts meanwhile.",
     )
-    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
-    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
-                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+    options.add_server(parser)
     parser.add_argument("id", type=int, metavar="ID", help="the submission's number (submit prints it)")
     parser.add_argument("--wait", action="store_true", help="wait until the run ends")
     parser.add_argument("--json", action="store_true", help="print the submission as JSON")
@@ -31,12 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sharedtask.cli.submit import _print_result, _wait, console
-    from sharedtask.service.client import Server
     from sharedtask.untrusted import markup_safe
 
-    if not args.token:
-        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    server = Server(args.server.rstrip("/"), args.token)
+    server = options.server(args)
     sub = (_wait(server, args.id, quiet=args.json) if args.wait
            else server.request("GET", f"/api/submissions/{args.id}"))
     if args.json:

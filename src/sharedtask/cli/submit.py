@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.untrusted import markup_safe
@@ -33,9 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Submit IMAGE for TASK to the service at SERVER with your team's token; the server runs it "
                     "sandboxed on the hidden data and shows findings, record and scores on your team page.",
     )
-    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
-    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
-                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+    options.add_server(parser)
     parser.add_argument("--task", required=True, metavar="ID", help="task id, e.g. touche-2021-task1")
     parser.add_argument("--image", required=True, help="a local image (uploaded) or, with --registry, a name")
     parser.add_argument("--command", help="command run via `sh -c` (default: the image's ENTRYPOINT/CMD)")
@@ -43,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--phase", metavar="NAME",
                         help="the task's phase to submit to (default: the one open now; see /api/tasks/ID/phases)")
     parser.add_argument("--input-run", metavar="NAME",
-                        help="a re-ranker: the published first stage it re-ranks, mounted as $inputRun (see "
+                        help="a re-ranker: the published first stage it re-ranks, its candidates mounted as "
+                             "$inputDataset, the stage as $inputRun (see "
                              "/api/tasks/ID/stages)")
     parser.add_argument("--registry", action="store_true", help="send only the image name; the server pulls it")
     parser.add_argument("--wait", action="store_true", help="wait until the run is done and print its scores")
@@ -53,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _estimate(image: str) -> int | None:
     """The image's size as docker reports it (its archive is about as large), or None if unknown."""
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     try:
         return int(docker_client().images.get(image).attrs.get("Size") or 0) or None
@@ -81,14 +79,12 @@ def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sharedtask.service.client import Server, submission_path
+    from sharedtask.service.client import submission_path
 
     from sharedtask.spec import load_task
 
     load_task(args.task)  # an unknown id is one line, before a large image is written
-    if not args.token:
-        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    server = Server(args.server.rstrip("/"), args.token)
+    server = options.server(args)
     path = submission_path(args.task, args.command, args.tag, args.phase, args.input_run)
     # Before any byte moves: token, dates, quota, tag, size and stage (a refusal costs no docker save).
     ready = server.preflight(args.task, args.tag, None if args.registry else _estimate(args.image), args.phase,

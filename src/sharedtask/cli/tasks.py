@@ -83,6 +83,7 @@ def render_task(t: Task) -> Panel:
     from rich.console import Group
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -137,6 +138,15 @@ def render_task(t: Task) -> Panel:
     sandbox.add_column(style="bold")
     sandbox.add_column()
     sandbox.add_row("sandbox defaults", f"memory {s.memory}, cpus {s.cpus:g}, timeout {s.timeout} s, pids {s.pids}, output <= {s.max_output}, no network")
+    p = t.pooling
+    if p is not None and p.pooled:
+        shared = f", judged in the pools of {p.shared_with}" if p.shared_with else ""
+        sandbox.add_row("new edition", Text(f"pooled by {p.unit}, depth {p.depths.get('primary')} primary / "
+                                       f"{p.depths.get('alternate')} alternate{shared}; judged for "
+                                       f"{', '.join(p.judged)}; relevant from grade {p.relevant_from}; double "
+                                       f"judgments resolved by {p.resolve} ({p.source})"))
+    elif p is not None:
+        sandbox.add_row("new edition", Text(f"not pooled: {p.reason}"))
 
     return Panel(
         Group(facts, "", inputs, "", Panel(output, title="Output contract", title_align="left"), "", truth, "", measures, "", sandbox),

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def main(args: argparse.Namespace) -> int:
-    from sharedtask.findings_output import dumps
+    from sharedtask.findings.output import dumps
     from sharedtask.spec import load_task
     from sharedtask.validate import fix_run, load_topics, validate
 
@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
         return 0 if result.valid else 1
     from rich.console import Console
 
-    from sharedtask.findings_output import render_findings, render_summary
+    from sharedtask.findings.output import render_findings, render_summary
 
     console = Console(highlight=False)
     s = result.stats

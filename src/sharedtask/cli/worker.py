@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 
 #: soft wrap: one event per line in a log file or journald, never cut at 80 columns
@@ -23,9 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Containers left by a worker that died on this machine are removed at start."
         ),
     )
-    parser.add_argument("--broker", required=True, metavar="URL",
-                        help="redis://[:PASSWORD@]HOST:PORT/DB (rediss:// for TLS) or amqp://USER:PASSWORD@HOST//")
-    parser.add_argument("--queue", metavar="NAME", help="queue to take jobs from (default: sharedtask)")
+    options.add_broker(parser, "take jobs from this Celery broker", required=True)
     parser.add_argument("--concurrency", type=int, default=1, metavar="N", help="parallel runs on this machine (default: 1)")
     parser.add_argument("--data-root", type=Path, metavar="DIR",
                         help="where datasets live: DIR/<dataset id>/input (besides the data store and the bundled samples)")
@@ -51,13 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
     from sharedtask.executor import events
     from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
                                                 start_worker)
     from sharedtask.executor.fetch import Origin
     from sharedtask.executor.scratch import remove_stale
-    from sharedtask.executor.remote import CeleryExecutor, _safe
+    from sharedtask.executor.remote import CeleryExecutor, redacted_url
     from sharedtask.resources import cache_root
     from sharedtask.sandbox.orphans import reap_orphans
 
@@ -78,9 +76,9 @@ def _run(args: argparse.Namespace) -> int:
     name = args.name or default_name()
     work = (args.work_dir or cache_root() / "worker").resolve()
     stale = remove_stale(work)
-    console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {_safe(args.broker)}, "
+    console.print(f"[bold]sharedtask worker[/] {name}: queue {args.queue} on {redacted_url(args.broker)}, "
                   f"{args.concurrency} parallel run(s), scratch {work}")
-    events.emit("worker-started", worker=name, queue=args.queue, broker=_safe(args.broker),
+    events.emit("worker-started", worker=name, queue=args.queue, broker=redacted_url(args.broker),
                 concurrency=args.concurrency, scratch=str(work))
     if reaped:
         events.emit("orphans-removed", worker=name, count=len(reaped), containers=",".join(c[:12] for c in reaped))

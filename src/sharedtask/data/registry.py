@@ -123,30 +123,38 @@ def registry_dir() -> Path:
     return tasks_dir() / REGISTRY_DIR
 
 
+def local_registry_dir() -> Path:
+    """Datasets declared on this machine: a new edition's truth (``sharedtask qrels --register``,
+    docs/assessment.md), in the data store next to the files it places."""
+    from sharedtask.data.root import store_root
+
+    return store_root() / "registry"
+
+
 @cache
 def _schema() -> dict[str, Any]:
     with (tasks_dir() / SCHEMA_FILE).open(encoding="utf-8") as fh:
         return json.load(fh)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_registry_file(path: Path) -> dict[str, Any]:
     import hashlib
 
-    from sharedtask.spec import _known_valid, _remember_valid
+    from sharedtask.spec import known_valid, remember_valid
 
     doc = read_yaml(path)
     # The task specs' cache of documents that passed their schema (sharedtask.spec) spares
     # importing jsonschema on every short command (about 0.1 s of start-up).
 
     digest = hashlib.sha256(json.dumps([_schema(), doc], sort_keys=True, default=str).encode()).hexdigest()
-    if _known_valid(digest):
+    if known_valid(digest):
         return doc
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
-        _remember_valid(digest)
+        remember_valid(digest)
     if errors:
         err = errors[0]
         raise SpecError(f"{path}: {yaml_path(list(err.absolute_path))}: {err.message}",
@@ -154,7 +162,7 @@ def _read(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
+def dataset_from_entry(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
     from sharedtask.spec import task_ids
 
     if entry["task"] not in task_ids():
@@ -187,13 +195,14 @@ def _dataset(path: Path, dataset_id: str, entry: dict[str, Any]) -> Dataset:
 
 @cache
 def all_datasets() -> dict[str, Dataset]:
-    """Every dataset of every registry file, by id (file-name order)."""
+    """Every dataset of every registry file, by id (file-name order): the shipped registry,
+    then the local one (:func:`local_registry_dir`)."""
     out: dict[str, Dataset] = {}
-    for path in sorted(registry_dir().glob("*.yml")):
-        for dataset_id, entry in _read(path)["datasets"].items():
+    for path in [*sorted(registry_dir().glob("*.yml")), *sorted(local_registry_dir().glob("*.yml"))]:
+        for dataset_id, entry in read_registry_file(path)["datasets"].items():
             if dataset_id in out:
                 raise SpecError(f"{path}: datasets.{dataset_id}: also declared in {out[dataset_id].source_path}")
-            out[dataset_id] = _dataset(path, dataset_id, entry)
+            out[dataset_id] = dataset_from_entry(path, dataset_id, entry)
     return out
 
 

@@ -27,17 +27,10 @@ from typing import Any, Callable
 from sharedtask.data import checksum, fetch, irds
 from sharedtask.data.progress import byte_progress
 from sharedtask.data.registry import DataFile, Dataset
+from sharedtask.data.root import store_root
 from sharedtask.errors import SharedTaskError
-from sharedtask.resources import cache_root
 
 MANIFEST = "manifest.json"
-
-
-def store_root() -> Path:
-    own = os.environ.get("SHAREDTASK_DATA")
-    if own:
-        return Path(own)
-    return cache_root() / "data"
 
 
 def dataset_dir(ds: Dataset) -> Path:
@@ -163,7 +156,7 @@ def _link(blob: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def _entry(sha256: str, size: int, source: str) -> dict[str, Any]:
+def file_entry(sha256: str, size: int, source: str) -> dict[str, Any]:
     return {"sha256": sha256, "size": size, "source": source}
 
 
@@ -179,7 +172,7 @@ def _place_built(f: DataFile, final: Path, build: Callable[[Path], dict[str, str
         tmp.unlink(missing_ok=True)
         raise
     _install(tmp, final)
-    return {f.target: _entry(got["sha256"], final.stat().st_size, source)}
+    return {f.target: file_entry(got["sha256"], final.stat().st_size, source)}
 
 
 def _place_package(ds: Dataset, f: DataFile, show_progress: bool) -> dict[str, dict[str, Any]]:
@@ -271,7 +264,7 @@ def _place_url(ds: Dataset, f: DataFile, mirror: str | None, show_progress: bool
     final = dataset_dir(ds) / f.target
     _link(blob, final)
     sha = f.sha256 if (f.sha256 and not f.extract) else checksum.sha256(final)
-    return {f.target: _entry(sha, final.stat().st_size, f.url or "")}
+    return {f.target: file_entry(sha, final.stat().st_size, f.url or "")}
 
 
 def _place_derived(ds: Dataset, f: DataFile) -> dict[str, dict[str, Any]]:
@@ -431,7 +424,7 @@ def import_from(ds: Dataset, src: Path, *, show_progress: bool = True) -> list[s
                     raise
                 _install(tmp, final)
                 sha = got["sha256"]
-            _record(ds, {rel: _entry(sha, final.stat().st_size, f"import:{hit.resolve()}")})
+            _record(ds, {rel: file_entry(sha, final.stat().st_size, f"import:{hit.resolve()}")})
             imported.append(rel)
     if not imported:
         raise SharedTaskError(f"nothing of {ds.id} found in {src}",
@@ -482,7 +475,7 @@ def build_from(ds: Dataset, checkout: Path, *, show_progress: bool = True) -> tu
     for f in files:
         final = folder / f.target
         _install(parts[f.target], final)
-        placed[f.target] = _entry(result.digests[f.target], final.stat().st_size,
+        placed[f.target] = file_entry(result.digests[f.target], final.stat().st_size,
                                   f"build:{ds.checkout.repository}@{ds.checkout.commit}")
     _record(ds, placed)
     return list(placed), result

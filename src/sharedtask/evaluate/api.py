@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sharedtask import formats
+from sharedtask import families, formats
 from sharedtask.errors import SharedTaskError
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
@@ -89,6 +89,22 @@ class _Qrels:
         return self.cache[role]
 
 
+@dataclass
+class Scoring:
+    """One run to score, as a family's evaluator receives it (``sharedtask.families``: its
+    ``evaluator`` adds the measures' values and notes to ``result``)."""
+
+    task: Any
+    run_path: Path
+    specs: list
+    source: _Qrels
+    input_dir: Path | None
+    answer_map: Path | None
+    grader: Grader | None
+    result: EvaluationResult
+
+
+
 def evaluate(
     run_path: Path,
     task,
@@ -119,27 +135,16 @@ def evaluate(
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
     _check_placed_truth(truth_dir, qrels)
-    if task.family == "mathqa":  # programs scored against the suite's files, no qrels
-        if truth_dir is None:
-            raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
-                                  hint="give --truth DIR")
-        result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
-        _mathqa(task, run_path, specs, Path(truth_dir), result)
-        if not per_topic:
-            result.per_topic = {}
-        return result
+    family = families.get(task.family)
     source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
-    if source.path("relevance") is None:
-        raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
-                              f"({task.truth.file('relevance').path})", hint="or give --qrels FILE")
-    readers.check_run_layout(run_path, task.output.format, task.id)
+    if family.qrels:
+        if source.path("relevance") is None:
+            raise SharedTaskError(f"the truth folder {truth_dir} has no relevance qrels "
+                                  f"({task.truth.file('relevance').path})", hint="or give --qrels FILE")
+        readers.check_run_layout(run_path, task.output.format, task.id)
     result = EvaluationResult(task=task.id, run=run_name or run_path.name, measures=[])
-    if task.family == "arqmath-task3":
-        _arqmath_task3(task, run_path, specs, source, answer_map, result, grader)
-    elif registry.FAMILY_INPUT.get(task.family) == "trec-run":
-        _trec_run(task, run_path, specs, source, result)
-    else:
-        _arqmath_prime(task, run_path, specs, source, input_dir, result, grader)
+    job = Scoring(task, run_path, specs, source, Path(input_dir) if input_dir else None, answer_map, grader, result)
+    families.resolve(family.evaluator)(job)
     if not per_topic:
         result.per_topic = {}
     return result
@@ -196,12 +201,22 @@ def _order_count_notes(result: EvaluationResult, ties: int, contradictions: int,
 
 # --- ARQMath Tasks 1 and 2 ----------------------------------------------------------------
 
+def score_prime_task1(job: Scoring) -> None:
+    """ARQMath Task 1: the prime run of answer posts."""
+    _arqmath_prime(job.task, job.run_path, job.specs, job.source, job.input_dir, job.result, job.grader, task2=False)
+
+
+def score_prime_task2(job: Scoring) -> None:
+    """ARQMath Task 2: the prime run of visual ids."""
+    _arqmath_prime(job.task, job.run_path, job.specs, job.source, job.input_dir, job.result, job.grader, task2=True)
+
+
 def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path | None,
-                   result: EvaluationResult, grader: Grader | None = None) -> None:
+                   result: EvaluationResult, grader: Grader | None = None, *, task2: bool) -> None:
     qrels = source.get("relevance")
     exam_specs = [s for s in specs if registry.get(s.id).input == "exam-passages"]
     specs = [s for s in specs if s not in exam_specs]
-    if task.family == "arqmath-task1":
+    if not task2:
         prime = arqmath.prime_task1(run_path, qrels)
         unit = "post"
     else:
@@ -232,7 +247,7 @@ def _arqmath_prime(task, run_path: Path, specs, source: _Qrels, input_dir: Path 
             f"of the means (trec_eval without -c, as the official scripts run it): {', '.join(dropped[:10])}"
             + (" ..." if len(dropped) > 10 else ""))
     _order_notes(result, prime.order, "id")
-    if task.family == "arqmath-task2" and not prime.run:
+    if task2 and not prime.run:
         _empty_prime_task2(result, specs)
     else:
         for spec, values in zip(specs, _trec_eval(qrels, prime.run, specs)):
@@ -333,6 +348,11 @@ def _known_answers(path: Path) -> dict[str, dict[str, str]]:
     return known
 
 
+def score_task3(job: Scoring) -> None:
+    """ARQMath-3 Task 3: one answer per topic."""
+    _arqmath_task3(job.task, job.run_path, job.specs, job.source, job.answer_map, job.result, job.grader)
+
+
 def _arqmath_task3(task, run_path: Path, specs, source: _Qrels, answer_map: Path | None,
                    result: EvaluationResult, grader: Grader | None = None) -> None:
     qrels = source.get("relevance")
@@ -424,18 +444,18 @@ def _scan_trec_parts(parts, plans, top5_ties: bool) -> _TrecScan:
     count the topics with equal ranks at the top-5 cut (only the official Touché nDCG@5 needs it)."""
     scan = _TrecScan(values={spec.key: {} for spec, _, _ in plans})
     for part in parts:
-        scan.topics.update(part.rows)
+        scan.topics.update(part.topics)
         scan.duplicates += part.duplicates
         if top5_ties:
             scan.top5_ties += touche.rank_ties_in_top5(part)
-        ties, contradictions = trec.count_order_changes(part.rows)
+        ties, contradictions = part.order_changes()
         scan.order_ties += ties
         scan.contradictions += contradictions
         scores = None
         for spec, measure, qrels in plans:
             if qrels is None:
                 continue
-            mine = {t: qrels[t] for t in part.rows if t in qrels}
+            mine = {t: qrels[t] for t in part.topics if t in qrels}
             if not mine:
                 continue
             if measure.trec_eval is not None:
@@ -445,6 +465,11 @@ def _scan_trec_parts(parts, plans, top5_ties: bool) -> _TrecScan:
                 values = measure.procedure()(part, mine)
             scan.values[spec.key].update(values)
     return scan
+
+
+def score_trec_run(job: Scoring) -> None:
+    """A plain TREC run (Touché, semantic search)."""
+    _trec_run(job.task, job.run_path, job.specs, job.source, job.result)
 
 
 def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationResult) -> None:
@@ -503,6 +528,14 @@ def _trec_run(task, run_path: Path, specs, source: _Qrels, result: EvaluationRes
 
 
 # --- MathQA --------------------------------------------------------------------------------
+
+def score_mathqa(job: Scoring) -> None:
+    """MathQA: programs scored against the suite's files, no qrels."""
+    if job.source.truth_dir is None:
+        raise SharedTaskError("MathQA needs its truth folder (the suite's JSON and broken list)",
+                              hint="give --truth DIR")
+    _mathqa(job.task, job.run_path, job.specs, job.source.truth_dir, job.result)
+
 
 def _mathqa(task, run_path: Path, specs, truth_dir: Path, result: EvaluationResult) -> None:
     gold_path, broken_path = _truth_path(task, truth_dir, "gold"), _truth_path(task, truth_dir, "broken")

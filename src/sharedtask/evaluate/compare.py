@@ -21,7 +21,7 @@ from sharedtask.evaluate.readers import check_run_layout
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 from sharedtask.formats.layouts import RUN_LAYOUTS
 from sharedtask.formats.trec import load_run_dict, read_run
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 
 IDENTICAL = "identical"
 REPRODUCED = "reproduced"

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask.evaluate.api import evaluate
 from sharedtask.evaluate.prototext import write_prototext
 from sharedtask.evaluate.result import EvaluationResult

@@ -8,7 +8,9 @@ hand-written nDCG/AP; the aggregate is pytrec_eval's ``compute_aggregated_measur
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, islice, starmap
+from operator import eq, itemgetter, lt
 
 # pytrec_eval (and numpy with it, ~0.1 s) is imported where a measure is computed:
 # as_float32 serves the CLI's option parsing, which must start fast.
@@ -92,22 +94,31 @@ def count_order_changes(entries: Mapping[str, list[tuple[int, float, str]]]) -> 
 
     ``entries`` maps a topic to its (rank, score, doc) rows. Returns (topics whose
     order changed because of tied scores, topics whose scores contradict the rank
-    column). trec_eval ignores the rank column and sorts by score descending, ties
-    by docno descending (docs/evaluation.md); a tie is equal float32 scores.
+    column); :func:`order_flags` says when a topic counts.
     """
     tie_topics = 0
     score_topics = 0
     for rows in entries.values():
-        by_rank = sorted(rows, key=lambda r: r[0])
-        tie_changed = score_changed = False
-        for (_, s1, d1), (_, s2, d2) in zip(by_rank, by_rank[1:]):
-            f1, f2 = as_float32(s1), as_float32(s2)
-            if f1 < f2:
-                score_changed = True
-            elif f1 == f2 and d1 < d2:
-                tie_changed = True
-            if tie_changed and score_changed:
-                break
+        by_rank = sorted(rows, key=itemgetter(0))
+        tie_changed, score_changed = order_flags([r[1] for r in by_rank], [r[2] for r in by_rank])
         tie_topics += tie_changed
         score_topics += score_changed
     return tie_topics, score_topics
+
+
+def order_flags(scores: Sequence[float], docs: Sequence[str]) -> tuple[bool, bool]:
+    """(tied scores reorder the topic, a score rises down the rank column) for one topic's
+    scores and docs in rank-column order. trec_eval ignores the rank column and sorts by
+    score descending, ties by docno descending (docs/evaluation.md); a tie is equal
+    float32 scores. Whole-list conversions and C-level iterators: no Python per line."""
+    if len(scores) < 2:
+        return False, False
+    try:
+        stored = struct.unpack(f"{len(scores)}f", struct.pack(f"{len(scores)}f", *scores))
+    except OverflowError:
+        stored = tuple(map(as_float32, scores))
+    following = islice(stored, 1, None)
+    contradicts = any(map(lt, stored, following))
+    equal = map(eq, stored, islice(stored, 1, None))
+    reordered = any(starmap(lt, compress(zip(docs, islice(docs, 1, None)), equal)))
+    return reordered, contradicts

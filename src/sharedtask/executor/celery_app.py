@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
 
 TASK_NAME = "sharedtask.run_job"
 DEFAULT_QUEUE = "sharedtask"
 DEFAULT_VISIBILITY = 60.0  # s before a dead worker's job is delivered again
 MAX_DELIVERIES = 3
-RESULT_TTL = 30 * 24 * 3600  # s results (and "submitted" marks) are kept in the backend
-KEY_PREFIX = "sharedtask:"
 #: Largest run-folder archive (base64 characters) a worker sends back through the result backend.
 MAX_ARCHIVE = 256 * 2**20
 
@@ -178,8 +177,9 @@ def _finished(config: WorkerConfig, job_id: str, task_id: str | None = None) -> 
 
 def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     """The body of the Celery task: check the image and the dataset, run in the sandbox, pack the folder."""
-    from sharedtask.dockerclient import docker_client
-    from sharedtask.executor import datasets, images
+    from sharedtask.images.client import docker_client
+    from sharedtask.executor import datasets
+    from sharedtask.images import shipping as images
     from sharedtask.executor.admission import JobRefused, admit, safe_job_id
     from sharedtask.executor.base import JobResult, execute_in, portable, refused
     from sharedtask.executor.events import emit

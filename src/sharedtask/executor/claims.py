@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sharedtask.executor.celery_app import KEY_PREFIX, RESULT_TTL
+from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
 
 DONE = "done"
 

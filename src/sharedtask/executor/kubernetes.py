@@ -2,7 +2,7 @@
 Namespace that enforces the restricted Pod Security Standard.
 
 Rendered only: no cluster exists where this was written, so nothing here has run
-on one (README, "The path to Kubernetes"). Every field comes from the same
+on one (docs/operators.md, "The path to Kubernetes"). Every field comes from the same
 :class:`~sharedtask.sandbox.policy.Policy` the Docker sandbox enforces, mapped to
 the Kubernetes API (v1 Job, PodSecurityContext/SecurityContext, ResourceRequirements,
 EmptyDir sizeLimit, networking.k8s.io/v1 NetworkPolicy, RuntimeClass), built with the
@@ -37,7 +37,7 @@ GVISOR_RUNTIME_CLASS = "gvisor"
 _SUFFIX_ROOM = 9
 
 
-def _label(text: str) -> str:
+def object_name(text: str) -> str:
     """An RFC 1123 label (what Kubernetes accepts as an object name): lower case, digits, '-', <= 63."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-") or "run"
 
@@ -46,7 +46,7 @@ def claim_name(dataset_id: str, taken: dict[str, str]) -> str:
     """The PersistentVolumeClaim the organizer makes for a dataset's ``input/``: its id as a label,
     readable because the organizer creates it by hand; ``taken`` (claim -> dataset id, of this
     rendering) refuses two datasets that fold to one claim, which would mount one's data for the other."""
-    name = _label(dataset_id)
+    name = object_name(dataset_id)
     if taken.setdefault(name, dataset_id) != dataset_id:
         raise SharedTaskError(f"datasets {taken[name]!r} and {dataset_id!r} would both be mounted from the "
                               f"claim {name!r}", hint="give the datasets ids that differ in letters or digits")

@@ -105,7 +105,7 @@ def kill_own_containers() -> list[str]:
     (their runs then end as failed, and the runner removes what is left)."""
     import docker
 
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
     from sharedtask.sandbox.orphans import OWNER_LABEL, owner
 
     client = docker_client()

@@ -17,16 +17,16 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult, landed, write_result
-from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, KEY_PREFIX, RESULT_TTL, TASK_NAME,
-                                            is_redis, make_app)
+from sharedtask.executor.celery_app import DEFAULT_QUEUE, DEFAULT_VISIBILITY, TASK_NAME, is_redis, make_app
 from sharedtask.executor.job import DONE, FAILED, QUEUED, REFUSED, RUNNING, Job
+from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
 from sharedtask.executor.transfer import LandingRefused, land
 from sharedtask.sandbox.record import RECORD_JSON
 
 POLL = 0.25  # s between two looks at a job's state
 
 
-def _transient(exc: BaseException) -> bool:
+def is_transient(exc: BaseException) -> bool:
     """A broker or backend that cannot be reached right now (restarting), not a real failure."""
     import kombu.exceptions
     import redis.exceptions
@@ -49,8 +49,8 @@ class CeleryHandle:
             return self._result.state, self._result.worker
         try:
             meta = self.executor.app.backend.get_task_meta(self.executor.task_id(self.job))
-        except Exception as exc:  # noqa: BLE001 - see _transient
-            if _transient(exc):
+        except Exception as exc:  # noqa: BLE001 - see is_transient
+            if is_transient(exc):
                 return self._state
             raise
         celery_state = meta.get("status")
@@ -173,7 +173,7 @@ class CeleryExecutor:
             try:
                 self._redis.ping()
             except redis.exceptions.RedisError as exc:
-                raise SharedTaskError(f"the broker {_safe(broker)} does not answer ({exc.__class__.__name__}: {exc})",
+                raise SharedTaskError(f"the broker {redacted_url(broker)} does not answer ({exc.__class__.__name__}: {exc})",
                                       hint="start redis-server there, or check the URL and its password") from None
 
     def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
@@ -210,7 +210,7 @@ class CeleryExecutor:
         self.app.close()
 
 
-def _safe(url: str) -> str:
+def redacted_url(url: str) -> str:
     """A broker URL without its password, for messages."""
     from urllib.parse import urlsplit, urlunsplit
 

@@ -73,6 +73,7 @@ def _readers() -> dict[str, Reader]:
     from sharedtask.formats.touche import read_touche_topics
     from sharedtask.formats.jsonl import read_exam, read_queries, read_statements
     from sharedtask.formats.mathqa import read_broken, read_gold, read_problems
+    from sharedtask.formats.tira_layout import read_tira_documents, read_tira_queries, read_tira_queries_xml
     from sharedtask.formats.trec import read_qrels, read_run
 
     return {
@@ -93,6 +94,9 @@ def _readers() -> dict[str, Reader]:
         "mathqa-json": read_gold,
         "mathqa-broken-txt": read_broken,
         "exam-jsonl": read_exam,
+        "tira-documents-jsonl": read_tira_documents,
+        "tira-queries-jsonl": read_tira_queries,
+        "tira-queries-xml": read_tira_queries_xml,
     }
 
 
@@ -113,7 +117,8 @@ def count_records(format_name: str, path: PathLike) -> int:
     return n
 
 
-TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml", "queries-jsonl", "mathqa-problems-jsonl")
+TOPIC_FORMATS = ("arqmath-topics-xml", "touche-topics-xml", "queries-jsonl", "mathqa-problems-jsonl",
+                 "tira-queries-jsonl", "tira-queries-xml")
 
 
 def read_topic_ids(format_name: str, path: PathLike) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+from typing import Callable
 
 # The tag's attributes in group 1, the (HTML-escaped) LaTeX in group 2.
 _SPAN = re.compile(
@@ -44,6 +45,19 @@ def formula_spans(html: str) -> list[tuple[str | None, str]]:
         ident = _ID.search(m.group(1))
         out.append((ident.group(1) if ident else None, strip_dollars(_html.unescape(m.group(2)))))
     return out
+
+
+def replace_formula_spans(html: str, replace: Callable[[str | None, str], str]) -> str:
+    """``html`` with each formula span replaced by ``replace(formula_id, latex)`` (the LaTeX
+    unescaped and stripped of ``$`` delimiters, as :func:`formula_spans` gives it)."""
+    if "math-container" not in html:
+        return html
+
+    def one(m: re.Match[str]) -> str:
+        ident = _ID.search(m.group(1))
+        return replace(ident.group(1) if ident else None, strip_dollars(_html.unescape(m.group(2))))
+
+    return _SPAN.sub(one, html)
 
 
 def html_to_text(html: str, *, math: str = "dollars") -> str:

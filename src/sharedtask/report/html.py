@@ -20,7 +20,7 @@ from typing import Any
 
 from sharedtask import __version__
 from sharedtask.findings import Severity
-from sharedtask.findings_output import group_findings
+from sharedtask.findings.output import group_findings
 from sharedtask.report.chart import Series, color, grouped_bars, natural_key
 from sharedtask.report.model import RunEntry, TaskSection, leaderboard
 from sharedtask.report.agreement import agreement_table
@@ -410,7 +410,8 @@ def _section(section: TaskSection) -> str:
 # --------------------------------------------------------------------------- page
 
 
-def _css() -> str:
+def stylesheet() -> str:
+    """The report's CSS, which the service's pages share."""
     return files("sharedtask.report").joinpath("report.css").read_text(encoding="utf-8")
 
 
@@ -426,7 +427,7 @@ def render_html(sections: list[TaskSection], *, title: str = "sharedtask report"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="sharedtask {e(__version__)}">'
-        f"<title>{e(title)}</title><style>{_css()}</style></head><body>"
+        f"<title>{e(title)}</title><style>{stylesheet()}</style></head><body>"
         f'<header class="page"><h1>{e(title)}</h1>'
         f'<p class="meta">{len(sections)} task(s) · {n_runs} run(s) · generated {e(when.isoformat(sep=" "))} '
         f"by sharedtask {e(__version__)}</p><nav class=\"toc\">{toc}</nav></header>"

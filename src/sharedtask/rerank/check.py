@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from sharedtask.finding_codes import finding
+from sharedtask.findings.codes import finding
 from sharedtask.findings import Finding
 from sharedtask.formats.trec import read_run
 from sharedtask.rerank.inputs import read_rerank_input

@@ -1,33 +1,36 @@
 """The re-ranking input: ``rerank.jsonl.gz``, one candidate per line, as TIREx hands it over.
 
-Each line is ``{"qid", "query", "docno", "text", "rank", "score"}`` (the fields of
-TIREx's re-ranking datasets, Fröbe et al., SIGIR 2023; docs/formats.md), plus
-``"fields"``: the document's text by field (conclusion/premises, title/body,
-name/informal/formal), for re-rankers that weigh them. Lines are
+Each line is ``{"qid", "query", "original_query", "docno", "text", "original_document",
+"rank", "score"}``, the fields of TIREx's re-ranking datasets (Fröbe et al., SIGIR 2023;
+tira 0.0.207, ``ir_datasets_loader.construct_rerank_row``; docs/formats.md):
+``original_query`` is the topic's own fields with ``query_id``, ``original_document`` the
+document's fields with ``doc_id``. Ours add ``"fields"``: the document's text by field
+(conclusion/premises, title/body, name/informal/formal), for re-rankers that weigh them
+(and read by images made before ``original_document`` was written). Lines are
 grouped by topic in the order of the dataset's topics file, then by rank. The file is
 gzip with no name and mtime 0, so the same run and dataset give the same bytes, and its
 sha256 can key a cache and a run record.
 
-A *stage directory* is what a re-ranker gets as ``$inputRun``: the first stage's
-``run.txt`` and this file beside it.
+A *stage directory* holds the first stage's ``run.txt`` and this file beside it; a
+re-ranker gets it as ``$inputRun`` (TIRA's input run), and the re-rank dataset made from
+it (:mod:`.dataset`) as ``$inputDataset``.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.formats.tira_layout import atomic, json_line
 from sharedtask.rerank.candidates import Candidate, top_candidates
-from sharedtask.rerank.texts import document_texts, query_texts
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
+from sharedtask.rerank.texts import document_texts, topics
 from sharedtask.spec import Task
 
 RERANK_FILE = "rerank.jsonl.gz"
@@ -59,7 +62,7 @@ def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: i
     if not depth:
         raise SharedTaskError(f"task {task.id} declares no re-ranking stage", hint="pass --depth N")
     run_file = find_run_file(run, task.output.file)
-    queries = query_texts(task, dataset)
+    queries = topics(task, dataset)
     candidates = top_candidates(run_file, depth)
     unknown = [qid for qid in candidates if qid not in queries]
     if unknown:
@@ -72,22 +75,15 @@ def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: i
         raise FormatError(run_file, f"document {missing[0]} is not in the dataset's corpus ({len(missing)} such)",
                           hint="a first stage may only rank documents of the corpus: validate the run first")
     count = 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-            for qid, query in queries.items():
-                for c in candidates.get(qid, ()):
-                    doc = texts[c.docno]
-                    line = {"qid": qid, "query": query, "docno": c.docno, "text": doc.text,
-                            "rank": c.rank, "score": c.score, "fields": doc.fields}
-                    packed.write(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
-                    count += 1
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic(out) as packed:
+        for qid, topic in queries.items():
+            for c in candidates.get(qid, ()):
+                doc = texts[c.docno]
+                packed.write(json_line({"qid": qid, "query": topic.text, "original_query": topic.original,
+                                        "docno": c.docno, "text": doc.text,
+                                        "original_document": {"doc_id": c.docno, **doc.fields},
+                                        "rank": c.rank, "score": c.score, "fields": doc.fields}))
+                count += 1
     return RerankSummary(out, sum(1 for q in queries if candidates.get(q)), count, depth, sha256(out), str(run_file))
 
 

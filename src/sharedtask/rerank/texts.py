@@ -1,7 +1,8 @@
 """The query and document texts of a task's dataset, as a re-ranker receives them.
 
 Each document comes as one text and by field (for re-rankers that weigh fields, such as
-BM25F). One reading per task family, from the task's input contract (its ``topics``,
+BM25F). One reading per task family (the family names it: ``sharedtask.families``, its
+``rerank_queries`` and ``rerank_documents``), from the task's input contract (its ``topics``,
 ``corpus`` and ``posts`` files); the corpus is streamed once and only the texts of the
 wanted documents are kept, so memory is bounded by the candidates, not the corpus.
 
@@ -17,14 +18,14 @@ wanted documents are kept, so memory is bounded by the candidates, not the corpu
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from sharedtask import families
 from sharedtask.errors import SharedTaskError
+from sharedtask.families import Family
 from sharedtask.spec import Task
-
-FAMILIES = ("touche", "arqmath-task1", "semantic-search")
 
 
 def _files(task: Task, dataset: Path, role: str) -> list[Path]:
@@ -38,31 +39,63 @@ def _files(task: Task, dataset: Path, role: str) -> list[Path]:
 
 
 def supports(task: Task) -> bool:
-    return task.family in FAMILIES
+    return families.get(task.family).reranks
 
 
-def _check_family(task: Task) -> None:
-    if not supports(task):
+def _family(task: Task) -> Family:
+    family = families.get(task.family)
+    if not family.reranks:
+        titles = [f.title for f in families.rerankable()]
         raise SharedTaskError(f"task {task.id} ({task.family}) has no re-ranking input",
-                              hint="re-ranking inputs exist for Touché Task 1, ARQMath Task 1 and mathlib4-search")
+                              hint=f"re-ranking inputs exist for {', '.join(titles[:-1])} and {titles[-1]}")
+    return family
+
+
+class Topic(NamedTuple):
+    """A topic as a re-ranker receives it: the query text, and the topic's own fields
+    (TIREx's ``original_query``: ``query_id`` and the fields of the task's topics file)."""
+
+    text: str
+    original: dict[str, str]
 
 
 def query_texts(task: Task, dataset: Path) -> dict[str, str]:
     """Topic id → the query text a re-ranker reads."""
-    _check_family(task)
-    topics = _files(task, dataset, "topics")[0]
-    if task.family == "touche":
-        from sharedtask.formats.touche import read_touche_topics
+    return {qid: topic.text for qid, topic in topics(task, dataset).items()}
 
-        return {t.number: t.title for t in read_touche_topics(topics)}
-    if task.family == "arqmath-task1":
-        from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
 
-        return {t.number: " ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x)
-                for t in read_arqmath_topics(topics)}
+def topics(task: Task, dataset: Path) -> dict[str, Topic]:
+    """Topic id → its query text and original fields, in the order of the topics file (the
+    family's ``rerank_queries``)."""
+    return families.resolve(_family(task).rerank_queries)(task, _files(task, dataset, "topics")[0])
+
+
+def touche_queries(task: Task, topics: Path) -> dict[str, Topic]:
+    """Touché: the topic's title; the original fields are title, description and narrative."""
+    from sharedtask.formats.touche import read_touche_topics
+
+    return {t.number: Topic(t.title, {"query_id": t.number, "title": t.title, "description": t.description or "",
+                                      "narrative": t.narrative or ""})
+            for t in read_touche_topics(topics)}
+
+
+def arqmath_queries(task: Task, topics: Path) -> dict[str, Topic]:
+    """ARQMath Task 1: the topic's title and question. The original fields are as the topics
+    file has them (HTML with formula spans), so that a re-ranker can read the topic as its
+    own full-rank run does."""
+    from sharedtask.formats.arqmath import html_to_text, read_arqmath_topics
+
+    return {t.number: Topic(" ".join(x for x in (html_to_text(t.title), html_to_text(t.question)) if x),
+                            {"query_id": t.number, "title": t.title, "question": t.question,
+                             "tags": ",".join(t.tags)})
+            for t in read_arqmath_topics(topics)}
+
+
+def statement_queries(task: Task, topics: Path) -> dict[str, Topic]:
+    """Semantic search: the query."""
     from sharedtask.formats.jsonl import read_queries
 
-    return {q.number: q.query for q in read_queries(topics)}
+    return {q.number: Topic(q.query, {"query_id": q.number, "text": q.query}) for q in read_queries(topics)}
 
 
 class Document(NamedTuple):
@@ -74,38 +107,61 @@ class Document(NamedTuple):
 
 def document_texts(task: Task, dataset: Path, wanted: Collection[str]) -> dict[str, Document]:
     """Document id → its text and fields, for the ``wanted`` ids found in the corpus (missing ids
-    are left out)."""
-    _check_family(task)
-    want = set(wanted)
-    if task.family == "touche":
-        return _touche(task, dataset, want)
-    if task.family == "arqmath-task1":
-        return _arqmath(task, dataset, want)
+    are left out; the family's ``rerank_documents``)."""
+    return families.resolve(_family(task).rerank_documents)(task, dataset, set(wanted))
+
+
+def iter_documents(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
+    """Every document of the corpus with its text, streamed in corpus order (the family's
+    ``corpus_documents``: Touché, mathlib4; ARQMath's answers need their questions' titles,
+    which :func:`document_texts` pairs for the wanted ones only)."""
+    family = _family(task)
+    if family.corpus_documents is None:
+        raise SharedTaskError(f"task {task.id}: the whole corpus as documents is not written for {family.title}",
+                              hint="the ir_datasets layout exists for Touché and mathlib4-search")
+    return families.resolve(family.corpus_documents)(task, dataset)
+
+
+def _wanted(documents: Iterator[tuple[str, Document]], want: set[str]) -> dict[str, Document]:
+    """The wanted documents of a streamed corpus, the first of a repeated id kept."""
+    out: dict[str, Document] = {}
+    for doc_id, doc in documents:
+        if doc_id in want and doc_id not in out:
+            out[doc_id] = doc
+    return out
+
+
+def statement_corpus(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
+    """Semantic search: a statement's name, informal text and formal statement."""
     from sharedtask.formats.jsonl import read_statements
 
-    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for s in read_statements(path):
-            if s.id in want:
-                out[s.id] = Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
-                                     {"name": s.name, "informal": s.informal, "formal": s.formal})
-    return out
+            yield s.id, Document(" ".join(x for x in (s.name, s.informal, s.formal) if x).strip(),
+                                 {"name": s.name, "informal": s.informal, "formal": s.formal})
 
 
-def _touche(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def statement_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    return _wanted(statement_corpus(task, dataset), want)
+
+
+def touche_corpus(task: Task, dataset: Path) -> Iterator[tuple[str, Document]]:
+    """Touché: an argument's conclusion followed by its premises."""
     from sharedtask.formats.argsme import read_argsme
 
-    out: dict[str, Document] = {}
     for path in _files(task, dataset, "corpus"):
         for arg in read_argsme(path):
-            if arg.id in want and arg.id not in out:
-                premises = [p.text for p in arg.premises]
-                out[arg.id] = Document(" ".join([arg.conclusion, *premises]),
-                                       {"conclusion": arg.conclusion, "premises": " ".join(premises)})
-    return out
+            premises = [p.text for p in arg.premises]
+            yield arg.id, Document(" ".join([arg.conclusion, *premises]),
+                                   {"conclusion": arg.conclusion, "premises": " ".join(premises)})
 
 
-def _arqmath(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+def touche_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    return _wanted(touche_corpus(task, dataset), want)
+
+
+def arqmath_documents(task: Task, dataset: Path, want: set[str]) -> dict[str, Document]:
+    """ARQMath Task 1: an answer's body preceded by its question's title."""
     from sharedtask.formats.arqmath import Answer, Question, html_to_text, read_posts
 
     posts = _files(task, dataset, "posts")[0]

@@ -48,7 +48,21 @@ def write_sample(name: str, target: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8"))  # bytes: no platform newline translation
         written.append(path)
-    return written
+    return written + _ir_layout(name, target / "input")
+
+
+def _ir_layout(name: str, input_dir: Path) -> list[Path]:
+    """TIRA's ir_datasets layout beside the native files, when a task of this sample declares it
+    (docs/pipelines.md); written from the native files just written, so byte-stable too."""
+    from sharedtask.data.irlayout import declares_layout, write_ir_layout
+    from sharedtask.formats.tira_layout import FULL_RANK_FILES
+    from sharedtask.spec import all_tasks
+
+    task = next((t for t in all_tasks() if t.sample == name and declares_layout(t)), None)
+    if task is None:
+        return []
+    write_ir_layout(task, input_dir)
+    return [input_dir / f for f in FULL_RANK_FILES if (input_dir / f).is_file()]
 
 
 def default_root() -> Path:

@@ -1,5 +1,5 @@
 """Escaping and small builders of the official formats, shared by the samples and the
-full-size synthetic generator (``sharedtask.synthetic``). Format facts: docs/formats.md."""
+full-size synthetic generator (``sharedtask.samples.synthetic``). Format facts: docs/formats.md."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ FORMULA_TSV_HEADER: tuple[str, ...] = (
 ANSWERS_TSV_HEADER: tuple[str, ...] = ("answer_id", "topic", "text")
 
 # --------------------------------------------------------------------------------------
-# Escaping and small format builders (shared with sharedtask.synthetic)
+# Escaping and small format builders (shared with sharedtask.samples.synthetic)
 # --------------------------------------------------------------------------------------
 
 _ATTR_ESCAPES = str.maketrans({

@@ -147,6 +147,7 @@ def run(
     dataset_id: str | None = None,
     validate: bool = True,
     observer: RunObserver | None = None,
+    rerank_dataset: bool = True,
 ) -> SandboxRun:
     """Run ``image`` on a task's dataset in the sandbox and write the run record.
 
@@ -160,7 +161,9 @@ def run(
     (output then usually belongs to root). ``cpu`` names a CPU profile
     (:mod:`sharedtask.sandbox.cpu`: ``native``, ``haswell``, ``nehalem``; default
     ``$SHAREDTASK_CPU_PROFILE`` or ``native``) that hides newer vector units from numpy,
-    OpenBLAS and the JVM in the container. Without ``input_dir`` the task's
+    OpenBLAS and the JVM in the container. A re-ranker's ``$inputDataset`` is the re-rank
+    dataset made from its stage (``rerank_dataset=False``: the task's dataset, as runs
+    recorded before it saw). Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
     ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
     ``record_dir`` (default: the parent of the output directory).
@@ -200,13 +203,17 @@ def run(
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
-    stage = None
+    stage, mounted = None, None
     if run_path is not None and task.rerank is not None:
         from sharedtask.rerank import stage_for
 
         stage = stage_for(task, input_path, run_path, rec_dir / "input-run")
         if stage is not None:
             run_path = stage.path.parent
+        if stage is not None and rerank_dataset:
+            from sharedtask.rerank.dataset import make_rerank_dataset
+
+            mounted = make_rerank_dataset(stage.path, rec_dir / "rerank-dataset")  # not the corpus: TIREx's layout
 
     request = RunRequest(
         image=image,
@@ -218,6 +225,7 @@ def run(
         input_run=run_path,
         dataset_id=dataset_id or dataset_id_of(input_path),
         labels={"sharedtask.task": task.id},
+        dataset_mount=mounted,
     )
     prefetch = _prefetch_validator() if validate else None
     try:
@@ -244,6 +252,6 @@ def run(
     metadata = build_ir_metadata(request, result, task_id=task.id, policy=policy,
                                  docker_version=_docker_version(), dataset_files=dataset_files)
     if stage is not None:
-        record["rerank"] = stage.to_json()
+        record["rerank"] = {**stage.to_json(), **({"dataset": str(mounted)} if mounted else {})}
     record_path = write_record(rec_dir, record, metadata)
     return SandboxRun(request, result, validation, record, record_path)

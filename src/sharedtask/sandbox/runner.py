@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sharedtask.dockerclient import docker_client
+from sharedtask.images.client import docker_client
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
 from sharedtask.sandbox.bounds import Bounds, declared_volumes
@@ -57,6 +57,9 @@ class RunRequest:
     command: str | None = None  # None: the image's ENTRYPOINT/CMD
     input_run: Path | None = None
     dataset_id: str = "unknown"
+    #: what the container sees as ``$inputDataset`` when it is not ``input_dir``: a re-ranker's
+    #: re-rank dataset (docs/pipelines.md); ``input_dir`` stays the dataset the run is of.
+    dataset_mount: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -248,7 +251,7 @@ def _container_spec(request: RunRequest) -> dict[str, Any]:
         # A uid the image does not know gets HOME=/ (not writable): caches go to /tmp.
         env["HOME"] = "/tmp"
     mounts = {
-        str(request.input_dir.resolve()): {"bind": INPUT_MOUNT, "mode": "ro"},
+        str((request.dataset_mount or request.input_dir).resolve()): {"bind": INPUT_MOUNT, "mode": "ro"},
         str(request.output_dir.resolve()): {"bind": OUTPUT_MOUNT, "mode": "rw"},
     }
     if has_run:
@@ -276,11 +279,11 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     re-raising is left to the caller (``result.status == "interrupted"``).
     """
     client = docker_client()
-    if not request.input_dir.is_dir():
-        raise SharedTaskError(f"input directory {request.input_dir} does not exist")
+    if not (request.dataset_mount or request.input_dir).is_dir():
+        raise SharedTaskError(f"input directory {request.dataset_mount or request.input_dir} does not exist")
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
-    image = _local_image(client, request.image)
+    image = local_image(client, request.image)
     reap_orphans(client)
     limitfs.reap()  # after the containers: docker unmounts their layers with them
     _prepare_output(request.output_dir, request.policy.user)
@@ -395,7 +398,7 @@ def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) ->
         raise
 
 
-def _local_image(client: Any, reference: str) -> Any:
+def local_image(client: Any, reference: str) -> Any:
     """The image, which must already be local: a run never pulls (reproducible offline)."""
     import docker
 

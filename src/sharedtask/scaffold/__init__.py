@@ -5,6 +5,6 @@ The files come from ``templates/`` (package data), filled in with
 ``$inputDataset``/``${BASE_IMAGE}`` of shell, Dockerfiles and Python.
 """
 
-from sharedtask.scaffold.writer import FAMILY_TEMPLATES, Submission, plan_submission, write_submission
+from sharedtask.scaffold.writer import Submission, plan_submission, write_submission
 
-__all__ = ["FAMILY_TEMPLATES", "Submission", "plan_submission", "write_submission"]
+__all__ = ["Submission", "plan_submission", "write_submission"]

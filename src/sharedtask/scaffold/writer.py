@@ -10,27 +10,9 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from sharedtask import families
 from sharedtask.errors import SharedTaskError
 from sharedtask.spec import Task, load_task
-
-#: Task family -> run.py template (templates/<name>.tmpl).
-FAMILY_TEMPLATES: dict[str, str] = {
-    "touche": "run_touche.py",
-    "arqmath-task1": "run_arqmath_task1.py",
-    "arqmath-task2": "run_arqmath_task2.py",
-    "arqmath-task3": "run_arqmath_task3.py",
-    "semantic-search": "run_semantic_search.py",
-    "mathqa": "run_mathqa.py",
-}
-
-_APPROACH = {
-    "touche": "term overlap of each argument with the topic title, one streamed pass over args.me",
-    "arqmath-task1": "term overlap of each answer post with the topic, one streamed pass over Posts.xml",
-    "arqmath-task2": "LaTeX symbol overlap (Dice) with the topic formula, one streamed pass over the formula index",
-    "arqmath-task3": "the text of the best-overlapping answer post, cut to the length limit",
-    "semantic-search": "term overlap of each statement's informal text with the query",
-    "mathqa": "a one-step program over the problem's first two numbers whose value is an option",
-}
 
 #: Spec run format -> layout name of sharedtask.formats.write_run.
 _LAYOUTS = {
@@ -91,9 +73,7 @@ def plan_submission(task: Task | str, name: str, *, rerank: bool = False) -> Sub
     if rerank and task.rerank is None:
         raise SharedTaskError(f"task {task.id} declares no re-ranking stage",
                               hint="re-rankers exist for tasks with rerank: in their spec (sharedtask tasks)")
-    if task.family not in FAMILY_TEMPLATES:
-        raise SharedTaskError(f"no submission template for task family {task.family!r} (task {task.id})",
-                              hint="families with templates: " + ", ".join(FAMILY_TEMPLATES))
+    family = families.get(task.family)  # its run.py template and what that does
     layout = _LAYOUTS.get(task.output.format)
     if layout is None:
         raise SharedTaskError(f"no run writer for the output format {task.output.format!r} of {task.id}")
@@ -117,7 +97,7 @@ def plan_submission(task: Task | str, name: str, *, rerank: bool = False) -> Sub
         "depth": str(task.output.max_results_per_topic),
         "max_answer_chars": str(task.output.max_answer_chars or 0),
         "primary_measure": task.primary_measure.label,
-        "approach": _APPROACH[task.family],
+        "approach": family.approach,
         "extra_notes": notes,
         "rerank_depth": str(task.rerank.depth) if task.rerank else "",
         "first_stage": (task.rerank.first_stages or ("lucene-bm25",))[0] if task.rerank else "",
@@ -127,7 +107,7 @@ def plan_submission(task: Task | str, name: str, *, rerank: bool = False) -> Sub
         rendered = {"run.py": _Template(_template("run_rerank.py")).substitute(values)}
     else:
         common = _COMMON
-        rendered = {"run.py": _Template(_template(FAMILY_TEMPLATES[task.family])).substitute(values)}
+        rendered = {"run.py": _Template(_template(family.template)).substitute(values)}
     for target, source in common.items():
         rendered[target] = _Template(_template(source)).substitute(values)
     return Submission(task, name, image, tag, rendered)

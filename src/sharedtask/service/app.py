@@ -1,7 +1,9 @@
-"""The HTTP application: the JSON API (``api``, documented at ``/openapi.json``) and the pages (``views``).
+"""The HTTP application: the routers of :mod:`sharedtask.service.web` (the JSON API, documented at
+``/openapi.json``, and the pages) over the service's state, and its run queue.
 
-Who may see what is decided in ``access``; what the API and the pages both do is in
-``actions``. At start-up, queued submissions and runs cut off by a stop are resumed.
+Who is asking is decided in ``web.common``; what the API and the pages both do is in the domain
+modules (``submissions``, ``phases``, ``stages``, ...). At start-up, queued submissions and runs
+cut off by a stop are resumed.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.service import api, members_api, phases_api, site_views, stages_api, views
-from sharedtask.service.access import COOKIE, ServiceConfig, ServiceState, ensure_settings, task_of
-from sharedtask.service.answers import answers_for
 from sharedtask.service.db import writer_sessions
-from sharedtask.service.executor import Executor, resume
 from sharedtask.service.limits import BodyLimit
+from sharedtask.service.response_cache import answers_for
+from sharedtask.service.runs import Runs, resume
+from sharedtask.service.state import ServiceConfig, ServiceState, ensure_settings, task_of
+from sharedtask.service.teams.signin import COOKIE
 from sharedtask.service.uploads import UploadError
+from sharedtask.service.web import api, assessment, members, phases, site, stages, views
 
 __all__ = ["COOKIE", "ServiceConfig", "create_app"]
 
@@ -52,19 +55,19 @@ def _start(service: ServiceState) -> None:
                 leftover.unlink(missing_ok=True)
 
 
-def create_app(sessions: sessionmaker[Session], executor: Executor, config: ServiceConfig) -> FastAPI:
+def create_app(sessions: sessionmaker[Session], runs: Runs, config: ServiceConfig) -> FastAPI:
     """The app over a migrated database."""
     from sharedtask.spec import task_ids
 
-    service = ServiceState(sessions, executor, config, config.task_ids or task_ids(), writers=writer_sessions(sessions),
+    service = ServiceState(sessions, runs, config, config.task_ids or task_ids(), writers=writer_sessions(sessions),
                            answers=answers_for(sessions.kw["bind"]))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[Any]:
         await run_in_threadpool(_start, service)
-        resume(sessions, executor)
+        resume(sessions, runs)
         yield
-        executor.shutdown()
+        runs.shutdown()
 
     app = FastAPI(title="sharedtask submission service", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Teams submit images; the server runs them sandboxed on the hidden data, validates "
@@ -74,9 +77,10 @@ def create_app(sessions: sessionmaker[Session], executor: Executor, config: Serv
     app.add_exception_handler(UploadError, _upload_error)
     app.add_exception_handler(SharedTaskError, _user_error)
     app.include_router(api.router)
-    app.include_router(phases_api.router)
-    app.include_router(stages_api.router)
-    app.include_router(members_api.router)
-    app.include_router(site_views.router)  # before views: /organizer/tasks/{id}/phases is not an {action}
+    app.include_router(phases.router)
+    app.include_router(stages.router)
+    app.include_router(members.router)
+    app.include_router(assessment.router)  # assessors, run kinds, pools, campaigns (docs/assessment-service.md)
+    app.include_router(site.router)  # before views: /organizer/tasks/{id}/phases is not an {action}
     app.include_router(views.router)
     return app

@@ -32,8 +32,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
-from sharedtask.service import actions
-from sharedtask.service.access import ServiceState, task_of, team_names
+from sharedtask.service import submissions
+from sharedtask.service.state import ServiceState, task_of, team_names
 from sharedtask.service.models import Submission
 from sharedtask.units import format_size, parse_size
 
@@ -62,7 +62,7 @@ def task_archive(task_id: str, session: Session, service: ServiceState) -> FileR
             index = []
             for sub in subs:
                 folder = f"{task_id}/{names[sub.team_id]}/{sub.id}-{sub.tag}"
-                entry: dict[str, Any] = {**actions.submission_json(sub, names[sub.team_id]), "folder": folder}
+                entry: dict[str, Any] = {**submissions.submission_json(sub, names[sub.team_id]), "folder": folder}
                 notes = [note for name in RUN_FILES
                          if (note := add_run_file(tar, Path(sub.run_dir or ""), name,
                                                   f"{folder}/{Path(name).name}", limit))]

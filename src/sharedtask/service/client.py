@@ -133,7 +133,7 @@ def save_image(image: str, target: Path, progress: Progress | None = None) -> tu
     """``docker save IMAGE`` into ``target``; its size and sha256."""
     import docker
 
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     client = docker_client()
     sha, size = hashlib.sha256(), 0

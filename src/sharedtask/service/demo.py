@@ -26,8 +26,9 @@ def serve_demo(tasks: list[Any], manifest: Any, out_dir: Path, port: int, say: S
 
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
-    from sharedtask.service.executor import LocalExecutor, RunSettings
-    from sharedtask.service.tokens import create_team, organizer_token
+    from sharedtask.service.runs.claims import RunSettings
+    from sharedtask.service.runs.pool import LocalPool
+    from sharedtask.service.teams.tokens import create_team, organizer_token
 
     data_dir = (out_dir / "service").resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -39,8 +40,8 @@ def serve_demo(tasks: list[Any], manifest: Any, out_dir: Path, port: int, say: S
     with factory.begin() as session:
         org = organizer_token(session)
         team_tokens = {name: create_team(session, name)[1] for name in softwares}
-    executor = LocalExecutor(factory, RunSettings(data_dir=data_dir, dataset=dataset, manifest=manifest.path))
-    app = create_app(factory, executor, ServiceConfig(data_dir=data_dir, allow_local_images=True,
+    runs = LocalPool(factory, RunSettings(data_dir=data_dir, dataset=dataset, manifest=manifest.path))
+    app = create_app(factory, runs, ServiceConfig(data_dir=data_dir, allow_local_images=True,
                                                       task_ids=[t.id for t in tasks]))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="sharedtask-demo-service", daemon=True)
@@ -80,5 +81,5 @@ def serve_demo(tasks: list[Any], manifest: Any, out_dir: Path, port: int, say: S
             pass
     server.should_exit = True
     thread.join(30)
-    executor.shutdown()
+    runs.shutdown()
     return {"url": url, "organizer": link, "leaderboards": boards}

@@ -23,7 +23,7 @@ BODY_LIMIT = 64 * 1024
 
 #: routes that stream large bodies themselves: (method, path pattern)
 STREAMING = (("POST", re.compile(r"/api/tasks/[^/]+/submissions")),
-             # a first stage's run file, bounded by the task's run size (stages_api.py)
+             # a first stage's run file, bounded by the task's run size (web/stages.py)
              ("PUT", re.compile(r"/api/tasks/[^/]+/stages/[^/]+")))
 
 Scope = dict[str, Any]

@@ -13,7 +13,7 @@ def server_image_id(reference: str) -> str:
     """The id of the image the server stored for a submission; a clear note when it is gone."""
     import docker
 
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     try:
         return str(docker_client().images.get(reference).id)

@@ -190,3 +190,110 @@ class Stage(Base):
     topics: Mapped[int] = mapped_column(Integer)
     candidates: Mapped[int] = mapped_column(Integer)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+# ----------------------------------------------------------------------------- assessment (issue 37)
+# A third role beside teams and the organizer: assessors judge pooled items of a campaign
+# (:mod:`sharedtask.service.assessment`). Their tokens live in tables of their own, so a team's
+# token is never an assessor's and an assessor's reaches no team or organizer route.
+
+
+class Assessor(Base):
+    """A person who judges pools (``serve --new-assessor NAME``)."""
+
+    __tablename__ = "assessors"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AssessorToken(Base):
+    """An assessor's bearer token, stored as its sha256 (as :class:`Token`)."""
+
+    __tablename__ = "assessor_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id"), index=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class AssessorSignIn(Base):
+    """An assessor's browser sign-in (cookie ``sharedtask_assessor``), as :class:`SignIn` for teams."""
+
+    __tablename__ = "assessor_sign_ins"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("assessor_tokens.id"), index=True)
+    expires: Mapped[dt.datetime] = mapped_column(DateTime)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class PrimaryRun(Base):
+    """A team's primary run of a task; every other run of it is an alternate.
+
+    One row per team and task (the unique constraint): two requests marking two runs primary
+    at once cannot both win, on SQLite and PostgreSQL alike (ARQMath: one primary per team and task).
+    """
+
+    __tablename__ = "primary_runs"
+    __table_args__ = (UniqueConstraint("team_id", "task_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    task_id: Mapped[str] = mapped_column(String(100))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), unique=True)
+
+
+class PoolRow(Base):
+    """A pool the organizer built from submitted runs: its folder (``pool.tsv``, ``pool.json``,
+    :mod:`sharedtask.edition.pooling`) under the data folder."""
+
+    __tablename__ = "pools"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(100), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    items: Mapped[int] = mapped_column(Integer)
+    topics: Mapped[int] = mapped_column(Integer)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Campaign(Base):
+    """A judging campaign on a pool: ``open`` until the organizer closes it, then its qrels are the
+    task's truth (``qrels_path``); ``published``: teams may see its qrels and agreement."""
+
+    __tablename__ = "campaigns"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(100), index=True)
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id"))
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    #: the share of each topic's items judged by a second assessor, and the seed that picks them
+    double_share: Mapped[float] = mapped_column(default=0.0)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    closed: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    qrels_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    qrels_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    published: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Judgment(Base):
+    """One item of one topic for one assessor: made (grade NULL) when topics are assigned, filled
+    by the assessor. The rows exist before anyone judges, so a save is one UPDATE of one row: two
+    saves of the same judgment cannot make two rows, and a save never races an insert."""
+
+    __tablename__ = "judgments"
+    __table_args__ = (UniqueConstraint("campaign_id", "topic", "item", "assessor_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id"), index=True)
+    topic: Mapped[str] = mapped_column(String(100))
+    item: Mapped[str] = mapped_column(String(200))
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id"), index=True)
+    #: its place in the topic's display order (the pool's seeded order, so no system can be told)
+    position: Mapped[int] = mapped_column(Integer)
+    #: judged by a second assessor too (the campaign's double share)
+    double: Mapped[bool] = mapped_column(Boolean, default=False)
+    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    quality: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    judged: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    #: how many times it was saved (a changed judgment counts again; never a second row)
+    saves: Mapped[int] = mapped_column(Integer, default=0)

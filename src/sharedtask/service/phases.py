@@ -8,7 +8,7 @@ start and an end, its own data and its own submission limits per day and in tota
   made a phase, every submission belongs to one: the phase named in the request, or else
   the one phase open at that moment;
 - a phase's daily and total limits are checked in the same transaction that stores the
-  submission (:func:`sharedtask.service.actions.admit`: the team's row lock on PostgreSQL,
+  submission (:func:`sharedtask.service.submissions.admit`: the team's row lock on PostgreSQL,
   the write lock from BEGIN on SQLite), so parallel submissions stop at exactly the limit;
 - ``scores_visible=False``: a team sees no scores of the phase's runs until the phase closes
   (the organizer always does); ``leaderboard_public``: the phase's leaderboard is public,
@@ -29,7 +29,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.service.models import Phase, Submission, Team, aware
 
 PHASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: what the organizer may set, with the type the API checks (see phases_api.PhaseIn)
+#: what the organizer may set, with the type the API checks (see web.common.PhaseIn)
 FIELDS = ("dataset", "opens", "closes", "daily_limit", "total_limit", "scores_visible", "leaderboard_public",
           "max_selected")
 
@@ -70,6 +70,13 @@ def named(session: Session, task_id: str, name: str) -> Phase:
         have = ", ".join(p.name for p in phases_of(session, task_id)) or "none"
         raise HTTPException(404, f"task {task_id} has no phase {name[:80]!r} (its phases: {have})")
     return found
+
+
+def manifest_of(service: Any) -> Any:
+    """The tira.yml that declares the datasets phases and stages name (``serve --manifest``)."""
+    from sharedtask.manifest import load_manifest
+
+    return load_manifest(service.config.manifest)
 
 
 def put_phase(session: Session, task: Any, name: str, values: dict[str, Any], manifest: Any) -> Phase:
@@ -200,7 +207,7 @@ def masked(sub: Submission) -> Submission:
 
 def next_boundary(session: Session, now: dt.datetime) -> dt.datetime | None:
     """The next opening or closing, of a task or a phase, after ``now`` (naive UTC): what teams
-    may do and see changes then without a commit, so kept answers expire then (answers.py)."""
+    may do and see changes then without a commit, so kept answers expire then (response_cache.py)."""
     from sharedtask.service.models import TaskSettings
 
     times = [session.scalar(select(func.min(column)).where(column > now))

@@ -61,7 +61,7 @@ def set_selected(session: Session, who: Team, submission_id: int, value: bool) -
     return sub
 
 
-#: the columns a leaderboard (a phase's, or the task's JSON board: actions.board_rows) shows or
+#: the columns a leaderboard (a phase's, or the task's JSON board: submissions.board_rows) shows or
 #: ranks by: never the record, the validation or the per-topic scores, which are most of a row
 #: (benchmarks/service_phases.py)
 BOARD_COLUMNS = (Submission.id, Submission.team_id, Submission.tag, Submission.image_name, Submission.command,

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from sharedtask.data.checksum import sha256
 from sharedtask.service import phases
 from sharedtask.service.models import Phase, Stage, Submission, aware
-from sharedtask.service.tokens import TEAM_NAME
+from sharedtask.service.teams.tokens import TEAM_NAME
 
 log = logging.getLogger("sharedtask.service")
 
@@ -88,7 +88,7 @@ def publish(service: Any, task: Any, name: str, source: Source) -> tuple[Stage, 
     (task, name, dataset) makes parallel requests wait for one making.
     """
     from sharedtask.rerank import prepare_stage
-    from sharedtask.service.phases_api import manifest_of
+    from sharedtask.service.phases import manifest_of
     from sharedtask.validate import validate
 
     if task.rerank is None:

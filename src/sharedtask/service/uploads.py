@@ -619,7 +619,7 @@ def load_archive(path: Path, max_size: int, archive_sha256: str) -> LoadedImage:
     The image is addressed by its id only: the archive names nothing, docker's answer must
     name nothing but that id, and the one tag added is ours (``sharedtask-submissions``).
     """
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     path = Path(path)
     plan = _scan(path)
@@ -675,7 +675,7 @@ def _checked(image: Any, max_size: int) -> LoadedImage:
 
 
 def _allowed_registry(reference: str, registries: tuple[str, ...]) -> None:
-    from sharedtask.dockerfile import registry_of
+    from sharedtask.images.dockerfile import registry_of
 
     host = registry_of(reference) or "docker.io"
     if host not in registries:
@@ -696,7 +696,7 @@ def named_image(reference: str, max_size: int, *, allow_local: bool = False,
     """
     import docker
 
-    from sharedtask.dockerclient import docker_client
+    from sharedtask.images.client import docker_client
 
     if not allow_local:
         _allowed_registry(reference, registries)  # before the daemon is asked anything

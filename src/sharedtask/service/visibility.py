@@ -32,9 +32,9 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Iterable
 
-from sharedtask.finding_codes import CATALOGUE
+from sharedtask.findings.codes import CATALOGUE
 from sharedtask.findings import Finding, Severity
-from sharedtask.service.executor import BROKER_RESUMED_NOTE, RESUMED_NOTE
+from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE, RESUMED_NOTE
 from sharedtask.service.models import Submission, aware
 
 ORGANIZER, TEAM, PUBLIC, BLIND = "organizer", "team", "public", "blind"
@@ -72,7 +72,7 @@ BLIND_FIELDS: dict[str, str] = {
 RUN_STATUSES = frozenset({"success", "failed", "timeout", "oom", "output-limit", "disk-limit", "interrupted",
                           "error"})
 STATUSES = frozenset({"queued", "running", "done", "failed"})
-#: The note :func:`sharedtask.service.actions.rerun` writes, matched whole: nothing else can ride in it.
+#: The note :func:`sharedtask.service.submissions.rerun` writes, matched whole: nothing else can ride in it.
 RERUN_NOTE = re.compile(r"re-run by the organizer at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 HIDDEN_DETAIL = "where and how often: shown to the organizer only, blind mode"
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}

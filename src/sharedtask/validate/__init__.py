@@ -7,7 +7,7 @@ Public API::
     find_run_file(path)          # a run file, or run.txt / run.txt.gz in a TIRA output dir
     fix_run(run_path, task, out_path) -> FixReport
 
-Every finding carries a stable code from the catalogue (``sharedtask.finding_codes``,
+Every finding carries a stable code from the catalogue (``sharedtask.findings.codes``,
 rendered as docs/findings.md), which also fixes its severity and hint. The rules live
 in structure.py (bytes and lines), fields.py (ids, ranks, scores), ranking.py (per
 topic: duplicates, depth, ties, rank/score order), arqmath.py (collection ids, file
@@ -32,12 +32,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sharedtask import families
 from sharedtask.findings import has_errors
 
 from sharedtask.validate import arqmath, engine
 from sharedtask.validate.fix import FixReport, fix_run
 from sharedtask.validate.model import Collector, RunStats, ValidationResult
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 from sharedtask.validate.topics import topic_ids
 
 __all__ = [
@@ -88,23 +89,15 @@ def validate(
         return validate_programs(path, task, input_dir, limit_per_code)
     if topics is None and input_dir is not None:
         topics = load_topics(task, input_dir=input_dir)
-    answers = formulas = None
+    known: dict[str, Any] = {}  # the ids a run may name, read from the dataset by the task's family
     if input_dir is not None:
-        dataset = Path(input_dir)
-        if task.family == "arqmath-task1":
-            posts = task.input.file("posts")
-            if posts is not None:
-                answers = arqmath.answer_ids(arqmath.require(dataset, posts.path, "posts file")[0])
-        elif task.family == "arqmath-task2":
-            spec = task.input.file("formulas")
-            if spec is not None:
-                formulas = arqmath.formula_ids(arqmath.require(dataset, spec.path, "formula index"))
+        for keyword, hook in families.get(task.family).known_ids.items():
+            known[keyword] = families.resolve(hook)(task, Path(input_dir))
     result = engine.run(
         path,
         task,
         topics=topics,
-        answer_ids=answers,
-        formula_ids=formulas,
+        **known,
         file_name=file_name,
         limit_per_code=limit_per_code,
     )

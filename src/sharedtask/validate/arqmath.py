@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.findings import Severity
@@ -90,6 +90,18 @@ def formula_ids(paths: list[Path]) -> IdSet:
     for path in paths:
         ids.add_many(int(r.id) for r in read_formula_index(path) if r.id.isdigit())
     return ids
+
+
+def dataset_answer_ids(task: Any, dataset: Path) -> IdSet | None:
+    """ARQMath Task 1: the answer ids of the dataset's posts file (a run's post ids must be among them)."""
+    posts = task.input.file("posts")
+    return answer_ids(require(dataset, posts.path, "posts file")[0]) if posts is not None else None
+
+
+def dataset_formula_ids(task: Any, dataset: Path) -> IdSet | None:
+    """ARQMath Task 2: the formula ids of the dataset's formula index (a run's formula ids must be among them)."""
+    spec = task.input.file("formulas")
+    return formula_ids(require(dataset, spec.path, "formula index")) if spec is not None else None
 
 
 def input_files(dataset: Path, pattern: str) -> list[Path]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from sharedtask import families
 from sharedtask.validate.arqmath import check_file_name
 from sharedtask.formats.layouts import ARQ1, ARQ1_TREC, Layout
 from sharedtask.formats.layouts import RUN_LAYOUTS as LAYOUTS
@@ -187,7 +188,7 @@ class _Pass:
             out=out,
             layout=layout,
             max_depth=int(task.output.max_results_per_topic),
-            touche=task.family == "touche",
+            touche=families.get(task.family).strict_ranks,
             patterns=patterns,
             max_answer_chars=task.output.max_answer_chars,
             answer_ids=answer_ids,
@@ -258,17 +259,31 @@ class _Pass:
         cur = self.cur
         cur_topic: str | None = cur.topic if cur is not None else None
         add_row: Callable[[list[str]], None] = cur.flat.extend if cur is not None else lambda _p: None
+        # Lines of the wrong width once RUN-COLUMNS is at its cap are only counted, here, in bulk:
+        # a file of the wrong layout then costs a split per line, not a call (whitespace-split
+        # layouts only: a tab layout's line may still be one of the right width with spaces).
+        columns_capped = sep is None and not self.out.wants("RUN-COLUMNS")
         for first_line, lines in chunks:
+            wrong = 0
             for k, line in enumerate(lines, first_line):
                 if line is not None:
                     parts = line.split(sep, maxsplit)
-                    if len(parts) == ncol and parts[it] == cur_topic:
-                        add_row(parts)
+                    if len(parts) == ncol:
+                        if parts[it] == cur_topic:
+                            add_row(parts)
+                            continue
+                    elif columns_capped and parts and parts[0][0] != "#":
+                        wrong += 1
+                        if self.cur is not None:
+                            self.cur.anchor(k + 1)
                         continue
                 st = slow(line, k)
                 if st is not None:
                     cur_topic = st.topic
                     add_row = st.flat.extend
+                columns_capped = sep is None and not self.out.wants("RUN-COLUMNS")
+            if wrong:
+                self.out.count("RUN-COLUMNS", wrong)
             self.line_no = first_line + len(lines)
             self.check_budget()
 

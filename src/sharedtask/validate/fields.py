@@ -11,8 +11,11 @@ Sources: docs/formats.md (layouts, TIRA's check), docs/evaluation.md
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
+from itertools import compress, repeat
 
 from sharedtask.formats.layouts import Layout
 from sharedtask.validate.model import Collector
@@ -335,41 +338,83 @@ def parse_scores(
                 return values, True
     except (ValueError, OverflowError):
         pass
-    result: list[float | None] = []
-    for k, raw in enumerate(scores):
-        result.append(_score_one(out, raw, lines[k], column_of(rows[k], index)))
-    return result, False
+    return _classify_scores(out, scores, lines, index, rows), False
 
 
-def _score_one(out: Collector, raw: str, line: int, column: int) -> float | None:
-    if _PLAIN_DECIMAL.fullmatch(raw):
-        value = float(raw)
-        if math.isfinite(value):
-            return value
-        out.report("RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
-        return None
-    if _SCIENTIFIC.fullmatch(raw):
-        value = float(raw)
-        if not math.isfinite(value):
-            out.report("RUN-SCORE-RANGE", f"score {raw!r} overflows a double", line, column)
-            return None
-        out.report("RUN-SCORE-SCIENTIFIC", lambda: f"score {raw!r} uses scientific notation", line, column)
-        return value
-    low = raw.lower().lstrip("+-")
-    if low in ("nan", "inf", "infinity"):
-        out.report("RUN-SCORE-NONFINITE", f"score {raw!r} is not a finite number", line, column)
-        return None
+_NONFINITE = frozenset({"nan", "inf", "infinity"})
+
+
+def _classify_scores(
+    out: Collector,
+    scores: list[str] | tuple[str, ...],
+    lines: list[int],
+    index: int,
+    rows: Sequence[Sequence[str]],
+) -> list[float | None]:
+    """The slow path of :func:`parse_scores`: each score put in its class by whole-column
+    C-level passes (regex, set membership), findings reported per class with
+    :meth:`Collector.report_each`, so a column of bad scores costs no Python call per value.
+
+    Classes: plain decimal (a value; RUN-SCORE-RANGE when it overflows), scientific (a
+    value and RUN-SCORE-SCIENTIFIC, or RANGE), nan/inf (RUN-SCORE-NONFINITE), read by
+    Python's float but not by C's atof (``1_000``, non-ASCII digits: RUN-SCORE-FORMAT), and
+    the rest (RUN-SCORE)."""
+    n = len(scores)
+    plain = list(map(_PLAIN_DECIMAL.fullmatch, scores))
+    result: list[float | None] = [float(s) if m else None for s, m in zip(scores, plain)]
+    by_code: dict[str, list[int]] = {}
+    if not all(map(math.isfinite, filter(partial(operator.is_not, None), result))):
+        overflow = [k for k, v in enumerate(result) if v is not None and not math.isfinite(v)]
+        for k in overflow:
+            result[k] = None
+        by_code["RUN-SCORE-RANGE"] = overflow
+    others = list(compress(range(n), map(operator.not_, plain)))
+    if others:
+        raws = [scores[k] for k in others]
+        scientific = list(map(_SCIENTIFIC.fullmatch, raws))
+        for k, raw in zip(compress(others, scientific), compress(raws, scientific)):
+            value = float(raw)
+            if math.isfinite(value):
+                result[k] = value
+                by_code.setdefault("RUN-SCORE-SCIENTIFIC", []).append(k)
+            else:
+                by_code.setdefault("RUN-SCORE-RANGE", []).append(k)
+        rest = list(compress(others, map(operator.not_, scientific)))
+        words = [scores[k] for k in rest]
+        nonfinite = list(map(_NONFINITE.__contains__, map(operator.methodcaller("lstrip", "+-"), map(str.lower, words))))
+        by_code.setdefault("RUN-SCORE-NONFINITE", []).extend(compress(rest, nonfinite))
+        unclassed = list(compress(rest, map(operator.not_, nonfinite)))
+        texts = [scores[k] for k in unclassed]
+        # ASCII without "_" that is none of the classes above is no number for Python either;
+        # the others (e.g. "1_000", non-ASCII digits) are tried one by one
+        odd = list(map(operator.or_, map(operator.not_, map(str.isascii, texts)),
+                       map(operator.contains, texts, repeat("_"))))
+        by_code.setdefault("RUN-SCORE", []).extend(compress(unclassed, map(operator.not_, odd)))
+        for k, raw in zip(compress(unclassed, odd), compress(texts, odd)):
+            by_code.setdefault("RUN-SCORE-FORMAT" if _python_float(raw) else "RUN-SCORE", []).append(k)
+    for positions in by_code.values():
+        positions.sort()
+    out.report_each({c: ks for c, ks in by_code.items() if ks},
+                    lambda code, k: (_SCORE_MESSAGES[code].format(raw=scores[k]), lines[k], column_of(rows[k], index)))
+    return result
+
+
+_SCORE_MESSAGES = {
+    "RUN-SCORE-RANGE": "score {raw!r} overflows a double",
+    "RUN-SCORE-SCIENTIFIC": "score {raw!r} uses scientific notation",
+    "RUN-SCORE-NONFINITE": "score {raw!r} is not a finite number",
+    # e.g. "1_000" or non-ASCII digits: Python (TIRA) reads them, C atof (trec_eval) does not
+    "RUN-SCORE-FORMAT": "score {raw!r} is read differently by TIRA (Python float) and trec_eval (C atof)",
+    "RUN-SCORE": "score {raw!r} is not a number",
+}
+
+
+def _python_float(raw: str) -> bool:
     try:
         float(raw)
-        python_ok = True
     except ValueError:
-        python_ok = False
-    if python_ok:  # e.g. "1_000" or non-ASCII digits: Python (TIRA) reads them, C atof (trec_eval) does not
-        out.report("RUN-SCORE-FORMAT", f"score {raw!r} is read differently by TIRA (Python float) and trec_eval (C atof)",
-                   line, column)
-    else:
-        out.report("RUN-SCORE", f"score {raw!r} is not a number", line, column)
-    return None
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------- rank
@@ -395,6 +440,10 @@ def parse_ranks(
 
     Non-canonical integers (``+1``, ``01``) are read alike by every tool: warning.
     """
+    joined = "\t" + "\t".join(ranks)  # no field holds a tab: the split took them out
+    if joined.isascii() and joined.replace("\t", "").isdigit() and "" not in ranks \
+            and joined.count("\t0") == ranks.count("0"):  # no rank but "0" itself starts with 0
+        return list(map(int, ranks))  # every rank canonical: one whole-column conversion
     result: list[int | None] = []
     for k, raw in enumerate(ranks):
         if raw.isascii() and raw.isdigit() and (raw == "0" or raw[0] != "0"):

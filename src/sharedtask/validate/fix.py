@@ -32,7 +32,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.validate import engine
 from sharedtask.formats.layouts import Layout
 from sharedtask.validate.model import ValidationResult
-from sharedtask.runfile import find_run_file
+from sharedtask.formats.runfile import find_run_file
 
 _PLAIN = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
 _UNSAFE_TAG = re.compile(r"[^A-Za-z0-9_.+-]")

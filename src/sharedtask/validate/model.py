@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sharedtask.finding_codes import code as catalogue_entry
+from sharedtask.findings.codes import code as catalogue_entry
 from sharedtask.findings import Finding, Severity
 
 #: Findings kept per code; the rest are only counted.
@@ -71,6 +71,34 @@ class Collector:
             return
         text = message() if callable(message) else message
         self.add(severity, code, text, hint or entry.hint, line, column)
+
+    def room(self, code: str) -> int:
+        """How many more findings of ``code`` are kept before the cap."""
+        return max(self.limit - self.kept[code], 0)
+
+    def report_each(
+        self,
+        by_code: dict[str, list[int]],
+        finding: Callable[[str, int], tuple[str, int | None, int | None]],
+    ) -> None:
+        """Report many findings at once: ``by_code`` maps a code to the positions (ascending)
+        where it applies; ``finding(code, k)`` gives (message, line, column) and is called only
+        for the ones kept under the cap, reported in position order as a loop would; the rest
+        are only counted. Why: a run whose every line is wrong costs a count per code, not a
+        call per line."""
+        kept: list[tuple[int, str]] = []
+        for code, positions in by_code.items():
+            room = self.room(code)
+            kept += [(k, code) for k in positions[:room]]
+            if len(positions) > room:
+                self.count(code, len(positions) - room)
+        for k, code in sorted(kept):
+            message, line, column = finding(code, k)
+            self.report(code, message, line, column)
+
+    def count(self, code: str, n: int) -> None:
+        """Count ``n`` findings of ``code`` past its cap, with the catalogue's severity."""
+        self.count_only(catalogue_entry(code).severity, code, n)
 
     def count_only(self, severity: Severity, code: str, n: int = 1) -> None:
         """Record ``n`` findings that were not built because the code is at its cap."""

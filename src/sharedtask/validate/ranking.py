@@ -22,7 +22,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import compress, count, islice
 from typing import TYPE_CHECKING
 
 from sharedtask.findings import Severity
@@ -265,6 +265,13 @@ def _tags(ctx: RankingContext, tags: Sequence[str], lines: list[int], rows: Sequ
 
 def _rank_rules(ctx: RankingContext, topic: str, ranks: list[int | None], lines: list[int]) -> bool:
     """Rank start, gaps, duplicates, file order. Returns whether ranks follow the file order."""
+    if None not in ranks:
+        return _whole_rank_rules(ctx, topic, ranks, lines)  # type: ignore[arg-type]
+    return _rank_rules_loop(ctx, topic, ranks, lines)
+
+
+def _rank_rules_loop(ctx: RankingContext, topic: str, ranks: list[int | None], lines: list[int]) -> bool:
+    """:func:`_rank_rules` value by value: unreadable ranks, repeated ranks, gaps."""
     out = ctx.out
     valid = [(r, k) for k, r in enumerate(ranks) if r is not None]
     if not valid:
@@ -314,11 +321,43 @@ def _rank_rules(ctx: RankingContext, topic: str, ranks: list[int | None], lines:
     return in_order
 
 
+def _whole_rank_rules(ctx: RankingContext, topic: str, ranks: list[int], lines: list[int]) -> bool:
+    """:func:`_rank_rules` for a column with every rank readable, in whole-list operations; the
+    rare topics with a repeated rank or a gap go through the general loop (same findings)."""
+    distinct = set(ranks)
+    if len(distinct) != len(ranks) or max(distinct) - min(distinct) != len(distinct) - 1:
+        return _rank_rules_loop(ctx, topic, ranks, lines)  # type: ignore[arg-type]
+    lowest = min(distinct)
+    if lowest != 1:
+        ctx.out.add(
+            Severity.WARNING,
+            "RUN-RANK-START",
+            f"topic {topic}: ranks start at {lowest}, not 1",
+            hint="trec_eval ignores ranks, but the Touché scorer and readers expect 1, 2, 3, ...",
+            line=lines[ranks.index(lowest)],
+        )
+    following = islice(ranks, 1, None)
+    if all(map(operator.le, ranks, following)):
+        return True
+    k = next(compress(count(1), map(operator.gt, ranks, islice(ranks, 1, None))))
+    ctx.out.add(
+        Severity.WARNING,
+        "RUN-RANK-ORDER",
+        f"topic {topic}: lines are not in rank order (rank {ranks[k]} follows a higher rank)",
+        hint="write each topic's lines from rank 1 down",
+        line=lines[k],
+    )
+    return False
+
+
 def _order(ctx: RankingContext, topic: str, ranks: list[int | None], scores: list[float | None],
            lines: list[int], in_file_order: bool) -> None:
     """Scores must not increase along the rank order (and along the file order)."""
     out = ctx.out
-    both = [k for k in range(len(ranks)) if ranks[k] is not None and scores[k] is not None]
+    if None not in ranks and None not in scores:
+        both: list[int] = list(range(len(ranks)))
+    else:
+        both = [k for k in range(len(ranks)) if ranks[k] is not None and scores[k] is not None]
     if len(both) < 2:
         return
     if in_file_order and len(both) == len(ranks):
@@ -327,8 +366,10 @@ def _order(ctx: RankingContext, topic: str, ranks: list[int | None], scores: lis
         if plain == sorted(plain, reverse=True):  # type: ignore[type-var]
             return
     else:
-        seq = sorted(both, key=lambda k: (ranks[k], k))
-    bad = [(a, b) for a, b in zip(seq, seq[1:]) if scores[b] > scores[a]]  # type: ignore[operator]
+        seq = sorted(both, key=ranks.__getitem__)  # stable: equal ranks keep file order
+    ranked = list(operator.itemgetter(*seq)(scores))
+    rises = list(compress(range(len(seq) - 1), map(operator.gt, islice(ranked, 1, None), ranked)))
+    bad = [(seq[i], seq[i + 1]) for i in rises]
     if bad:
         a, b = bad[0]
         out.report(
@@ -451,16 +492,19 @@ def _ties(ctx: RankingContext, topic: str, docs: Sequence[str], ranks: list[int 
     vals = scores if len(idx) == len(scores) else [scores[k] for k in idx]
     distinct = set(vals)
     if len(distinct) != len(vals):
+        repeated = {v for v, c in Counter(vals).items() if c > 1}
         groups: dict[float, list[int]] = {}
-        for k in idx:
-            groups.setdefault(scores[k], []).append(k)  # type: ignore[arg-type]
-        for members in groups.values():
-            if len(members) < 2:
-                continue
+        if out.wants("RUN-TIE"):
+            for k in compress(idx, map(repeated.__contains__, vals)):  # only the tied ones, in order
+                groups.setdefault(scores[k], []).append(k)  # type: ignore[arg-type]
+        for g, members in enumerate(groups.values()):
             if not out.wants("RUN-TIE"):
-                out.count_only(Severity.WARNING, "RUN-TIE")
-                continue
+                break
             _tie_finding(ctx, topic, docs, ranks, scores, lines, members)
+        else:
+            g = len(groups)
+        if len(repeated) > g:  # one finding per tied value; past the cap they are only counted
+            out.count_only(Severity.WARNING, "RUN-TIE", len(repeated) - g)
     # pytrec_eval-terrier 0.5.11 (trec_eval 9.0.8) keeps scores as C float: docs/evaluation.md.
     try:
         f32 = array("f", distinct)  # type: ignore[arg-type]

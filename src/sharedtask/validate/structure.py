@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.finding_codes import code as catalogue_entry
+from sharedtask.findings.codes import code as catalogue_entry
 from sharedtask.findings import Severity
 from sharedtask.units import format_size
 from sharedtask.validate.model import Collector

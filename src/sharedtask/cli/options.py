@@ -1,0 +1,61 @@
+"""Options that several commands share, declared once: a service's address and a team's
+token (``submit``, ``status``), and the broker's (``serve``, ``demo``, ``worker``).
+
+Light on purpose: every command's parser is built for ``--help`` (tests/test_startup.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sharedtask.errors import SharedTaskError
+
+if TYPE_CHECKING:
+    from sharedtask.service.client import Server
+
+#: The broker URLs Celery takes (docs/distributed.md).
+BROKER_URLS = "redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS, or amqp://USER:PASSWORD@HOST//"
+
+
+def add_server(parser: argparse.ArgumentParser) -> None:
+    """``--server URL`` and ``--token T`` (default: $SHAREDTASK_TOKEN)."""
+    parser.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
+    parser.add_argument("--token", metavar="T", default=os.environ.get("SHAREDTASK_TOKEN"),
+                        help="your team's token (default: $SHAREDTASK_TOKEN)")
+
+
+def server(args: argparse.Namespace) -> Server:
+    """The service named by ``--server``, spoken to with ``--token`` (one line when there is none)."""
+    from sharedtask.service.client import Server
+
+    if not args.token:
+        raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
+    return Server(args.server.rstrip("/"), args.token)
+
+
+def add_broker(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str, *,
+               required: bool = False) -> None:
+    """``--broker URL`` (``what`` says what the command does with it) and ``--queue NAME``."""
+    parser.add_argument("--broker", required=required, metavar="URL", help=f"{what}: {BROKER_URLS}")
+    parser.add_argument("--queue", metavar="NAME", help="the workers' queue (default: sharedtask)")
+
+
+def add_image_shipping(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--images-dir DIR`` and ``--images-url URL``: how workers that lack an image get it."""
+    parser.add_argument("--images-dir", type=Path, metavar="DIR",
+                        help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
+                             "(readable by them at the same path, or served at --images-url)")
+    parser.add_argument("--images-url", metavar="URL",
+                        help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
+
+
+def check_broker(args: argparse.Namespace) -> None:
+    """The broker options make sense together: the queue and the image archives need a broker,
+    the archives' URL needs their folder."""
+    if not args.broker and (args.images_dir or args.images_url or args.queue):
+        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    if args.images_url and not args.images_dir:
+        raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")

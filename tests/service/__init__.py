@@ -1,0 +1,1 @@
+"""The submission service's tests (``sharedtask.service``), one module per part of the service."""
