@@ -123,7 +123,7 @@ def test_a_claim_is_held_renewed_fenced_and_released_in_the_real_redis(broker, t
 
 
 def test_a_servers_id_is_made_once_and_differs_between_servers(tmp_path: Path) -> None:
-    from sharedtask.service.server_id import server_id
+    from sharedtask.service.runs.server_id import server_id
 
     first = server_id(tmp_path / "a")
     assert first == server_id(tmp_path / "a") and first.startswith("srv-")

@@ -27,7 +27,7 @@ from distributed_helpers import (RedisServer, Worker, broker, redis_binary, wait
                                  workers)
 from service_helpers import TASK, Served, call, containers_of, free_port, images, perfect_run, start_server, stop  # noqa: F401
 from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE
-from sharedtask.service.server_id import server_id
+from sharedtask.service.runs.server_id import server_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -19,6 +19,7 @@ from sharedtask.executor.base import JobResult
 from sharedtask.executor.job import DatasetRef, Job
 from sharedtask.service.models import Stage, Submission
 from sharedtask.service.runs.claims import RunSettings, store_entry, store_validation
+from sharedtask.service.runs.lost_image import server_image_id
 
 log = logging.getLogger("sharedtask.service")
 
@@ -67,8 +68,6 @@ class Jobs:
 
     def new_job(self, sub: Submission, attempt: int, dataset_name: str) -> tuple[Job, Path | None]:
         """The claim's job, and the folder of its first stage when it is mounted from here."""
-        from sharedtask.service.lost_image import server_image_id
-
         if sub.stage_id is not None and self.travels and self.stage_source is None:
             # admitted before the server shipped stages (no --images-dir)
             raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers "
