@@ -74,17 +74,34 @@ def test_a_worker_whose_dataset_differs_refuses_the_job(docker_client, broker, w
 
 
 def test_an_image_reaches_the_worker_as_an_archive_and_is_checked(docker_client, broker, workers, tmp_path):
-    from sharedtask.images.shipping import save_archive
+    import hashlib
+
+    from sharedtask.images.shipping import save_archive, source_for
 
     image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
+    source = source_for(docker_client, images_dir=tmp_path / "archives")(image)
     archive = save_archive(docker_client, image, tmp_path / "archives")
+    assert source == f"archive:{archive}#sha256={hashlib.sha256(archive.read_bytes()).hexdigest()}"
+    # a copy of the archive with one more byte: another sha256 than the job names
+    tampered = tmp_path / "tampered" / archive.name
+    tampered.parent.mkdir()
+    tampered.write_bytes(archive.read_bytes() + b"\0" * 1024)
     job = make_job(docker_client, image, "cp /run.txt $outputDir/run.txt")
     docker_client.images.remove(image, force=True)  # the worker's daemon no longer has it
-    wrong = Job(**{**job.__dict__, "image_id": "sha256:" + "0" * 64, "image_source": f"archive:{archive}"})
-    job = Job(**{**job.__dict__, "image_source": f"archive:{archive}"})
+    wrong = Job(**{**job.__dict__, "image_id": "sha256:" + "0" * 64, "image_source": source})
+    swapped = Job(**{**job.__dict__, "image_source": f"archive:{tampered}#sha256={source.rsplit('=', 1)[1]}",
+                     "software": "swapped"})
+    foreign = Job(**{**job.__dict__, "image_source": f"archive:http://127.0.0.1:9/{archive.name}"
+                                                     f"#sha256={source.rsplit('=', 1)[1]}", "software": "foreign"})
+    job = Job(**{**job.__dict__, "image_source": source})
     workers(broker, "wimg")
     executor = CeleryExecutor(broker.url)
     try:
+        # checked before anything is loaded (issue 39): a changed archive, a URL of anyone's
+        for refused, words in ((swapped, "not loaded"), (foreign, "not on this worker's images server")):
+            got = executor.submit(refused, tmp_path / "out" / refused.software).result(timeout=120)
+            assert got.state == "refused" and words in got.message, got.message
+            assert not docker_client.images.list(filters={"reference": image})  # nothing was loaded
         result = executor.submit(job, tmp_path / "out" / "ok").result(timeout=120)
         assert (result.state, result.status) == ("done", "success")
         assert docker_client.images.get(job.image_id).id == job.image_id  # loaded from the archive

@@ -3,6 +3,7 @@ against the sandbox policy. No cluster exists here: these manifests have not run
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -10,7 +11,8 @@ import pytest
 import yaml
 
 from sharedtask.executor import DatasetRef, Job
-from sharedtask.executor.kubernetes import GVISOR_RUNTIME_CLASS, JOB_LABEL, write_manifests
+from sharedtask.errors import SharedTaskError
+from sharedtask.executor.kubernetes import GVISOR_RUNTIME_CLASS, JOB_LABEL, claim_name, write_manifests
 from sharedtask.sandbox.policy import INPUT_MOUNT, OUTPUT_MOUNT, Limits
 from sharedtask.spec import load_task
 
@@ -65,7 +67,8 @@ def test_a_job_per_run_carries_the_sandbox_policy(tmp_path):
     assert container.args == ["python /app/run.py /tira-data/input /tira-data/output"]
     env = {e.name: e.value for e in container.env}
     assert env["TIRA_DATASET_ID"] == "touche-2021" and env["outputDir"] == OUTPUT_MOUNT
-    assert kube_job.metadata.name == "team-a-run-1-" + the_job.id[4:16]  # an RFC 1123 name
+    suffix = hashlib.sha256(f"{the_job.software}\0{the_job.id}".encode()).hexdigest()[:12]
+    assert kube_job.metadata.name == "team-a-run-1-" + suffix  # an RFC 1123 name, unique by the run's hash
     # Default deny: the job's pods, both directions, not one rule.
     assert deny.spec.pod_selector.match_labels == {JOB_LABEL: the_job.id}
     assert sorted(deny.spec.policy_types) == ["Egress", "Ingress"]
@@ -122,3 +125,36 @@ def test_the_root_is_read_only_scratch_bounded_and_the_namespace_enforces_restri
     pinned = "127.0.0.1:5000/team-a/run@sha256:" + "e" * 64
     assert image_reference(Job(**{**job().__dict__, "image_source": f"registry:{pinned}"})) == pinned
     assert image_reference(Job(**{**job().__dict__, "image_source": "archive:/x/y.tar"})) == "team-a/run:1"
+
+
+def test_long_software_names_that_differ_only_past_the_cut_get_their_own_job_and_file(tmp_path):
+    """Issue 39: names of 71 and 72 characters rendered to one Job name and one file."""
+    base = "a" * 71
+    paths = []
+    for software in (base, base + "b"):
+        the_job = Job(task=TASK, software=software, image="team-a/run:1", image_id="sha256:" + "a" * 64,
+                      command="true", dataset=DatasetRef("touche-2021-task1/official", {}),
+                      options={"dataset_id": "touche-2021"})
+        paths.append(write_manifests(the_job, tmp_path, image="x@sha256:" + "e" * 64, input_claim="c"))
+    assert paths[0] != paths[1] and all(p.exists() for p in paths)
+    (first, deny1), (second, deny2) = read_back(paths[0]), read_back(paths[1])
+    names = {first.metadata.name, second.metadata.name, deny1.metadata.name, deny2.metadata.name}
+    assert len(names) == 4 and all(len(n) <= 63 for n in names)
+    assert first.metadata.labels[JOB_LABEL] != second.metadata.labels[JOB_LABEL]
+
+
+def test_a_file_holding_another_runs_manifest_is_not_replaced(tmp_path):
+    path = write_manifests(job(), tmp_path, image="x@sha256:" + "d" * 64, input_claim="c")
+    text = path.read_text()
+    path.write_text(text.replace(job().id, "job-someone-else"))
+    with pytest.raises(SharedTaskError, match="another run's manifest"):
+        write_manifests(job(), tmp_path, image="x@sha256:" + "d" * 64, input_claim="c")
+    assert "job-someone-else" in path.read_text()
+
+
+def test_two_datasets_folding_to_one_claim_are_refused():
+    taken: dict[str, str] = {}
+    assert claim_name("team/a.b", taken) == "team-a-b"
+    assert claim_name("team/a.b", taken) == "team-a-b"
+    with pytest.raises(SharedTaskError, match="both be mounted"):
+        claim_name("team-a/b", taken)

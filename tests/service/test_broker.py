@@ -27,6 +27,7 @@ from distributed_helpers import (RedisServer, Worker, broker, redis_binary, wait
                                  workers)
 from service_helpers import TASK, Served, call, containers_of, free_port, images, perfect_run, start_server, stop  # noqa: F401
 from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE
+from sharedtask.service.runs.server_id import server_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -76,10 +77,12 @@ def stored_jobs(server: Served) -> dict[int, str]:
         return {sid: json.loads(job)["id"] for sid, job in db.execute("select id, job from submissions")}
 
 
-def deliveries(broker: RedisServer, job_id: str) -> int:  # noqa: F811 - the fixture's value
+def deliveries(broker: RedisServer, job_id: str, server: Served | None = None) -> int:  # noqa: F811
+    """How many times the job was delivered; keyed by the server's namespaced task id (server_id.py)."""
     import redis
 
-    return int(redis.Redis(port=broker.port).get(f"sharedtask:deliveries:{job_id}") or 0)
+    key = f"{server_id(server.data_dir)}.{job_id}" if server is not None else job_id
+    return int(redis.Redis(port=broker.port).get(f"sharedtask:deliveries:{key}") or 0)
 
 
 def test_two_teams_a_worker_killed_and_the_broker_restarted_each_submission_scored_once(
@@ -110,7 +113,7 @@ def test_two_teams_a_worker_killed_and_the_broker_restarted_each_submission_scor
     jobs = stored_jobs(service)
     ended = finishes(first, second)
     assert ended == {jobs[a["id"]]: [survivor.name], jobs[b["id"]]: [done_b["worker"]]}
-    assert deliveries(broker, jobs[a["id"]]) == 2 and deliveries(broker, jobs[b["id"]]) == 1
+    assert deliveries(broker, jobs[a["id"]], service) == 2 and deliveries(broker, jobs[b["id"]], service) == 1
     # the team's page shows the worker too
     status, page = call(f"{service.url}/team", token=beta)
     assert status == 200 and f'<td class="worker">{done_b["worker"]}</td>' in page
@@ -139,7 +142,7 @@ def test_a_server_killed_mid_run_waits_for_the_same_job_and_a_rerun_runs_again(
     assert done["status"] == "done" and done["scores"][PRIMARY] == pytest.approx(1.0)
     assert BROKER_RESUMED_NOTE in done["notes"] and done["attempts"] == 2
     job = stored_jobs(service)[sub["id"]]
-    assert finishes(worker) == {job: ["wsolo"]} and deliveries(broker, job) == 1  # waited for, not sent again
+    assert finishes(worker) == {job: ["wsolo"]} and deliveries(broker, job, service) == 1  # waited for, not sent again
 
     organizer = service.token()
     status, _ = call(f"{service.url}/api/submissions/{sub['id']}/rerun", "POST", token=organizer)

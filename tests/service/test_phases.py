@@ -204,6 +204,37 @@ def test_a_blind_phase_keeps_scores_from_teams_until_it_closes(service):
     assert call(f"{url}/api/submissions/{sid}", token=tokens["a"])[1]["scores"] == {"ndcg5_official": 0.5}
 
 
+def test_a_blind_phase_keeps_the_evaluators_notes_and_per_topic_scores_from_teams_too(service):
+    """Issue 39: ``scores: null`` but the evaluator's notes told which documents are judged."""
+    url, factory, state, tokens = service
+    put_phase(url, tokens["org"], "test", dataset="hidden", opens=iso(-DAY), closes=iso(DAY), scores_visible=False)
+    who, image_id = team(factory, "team-a"), an_image(factory)
+    leak = "4 qrels topic(s) without a judged document in the run's top 5: 1, 2, 3, 4"
+    rerun = "re-run by the organizer at 2026-01-02T03:04:05"
+    ids = []
+    for _ in range(2):
+        assert admit(state, who, image_id) == 201
+    with factory.begin() as session:
+        scored, broken = session.scalars(select(Submission).where(Submission.team_id == who.id)
+                                         .order_by(Submission.id)).all()
+        scored.status, scored.run_status, scored.valid = "done", "success", True
+        scored.scores, scored.per_topic = {"ndcg5_official": 0.5}, {"1": {"ndcg5_official": 0.25}}
+        scored.notes = [rerun, leak]
+        broken.status, broken.run_status, broken.valid = "failed", "failed", None
+        broken.notes = ["sandbox: the command exited with code 1"]
+        ids = [scored.id, broken.id]
+    mine = {s["id"]: s for s in call(f"{url}/api/submissions", token=tokens["a"])[1]}
+    assert mine[ids[0]]["scores"] is None and mine[ids[0]]["notes"] == [rerun]
+    assert call(f"{url}/api/submissions/{ids[0]}", token=tokens["a"])[1]["notes"] == [rerun]
+    assert mine[ids[1]]["notes"] == ["sandbox: the command exited with code 1"]  # why it failed: no judgment
+    status, page = call(f"{url}/submissions/{ids[0]}", token=tokens["a"])
+    assert status == 200 and "without a judged document" not in page and "0.25" not in page
+    assert call(f"{url}/api/submissions/{ids[0]}", token=tokens["org"])[1]["notes"] == [rerun, leak]
+    put_phase(url, tokens["org"], "test", dataset="hidden", opens=iso(-2 * DAY), closes=iso(-DAY),
+              scores_visible=False)
+    assert call(f"{url}/api/submissions/{ids[0]}", token=tokens["a"])[1]["notes"] == [rerun, leak]
+
+
 # ----------------------------------------------------------------------------- an old database
 
 

@@ -173,7 +173,7 @@ def test_the_next_boundary_is_the_earliest_future_date_of_a_task_or_a_phase(tmp_
 
 def test_answers_are_kept_per_sign_in_cookie(served):
     """The JSON API also takes the pages' sign-in cookie: two teams signed in that way must each
-    get their own list, never the other's kept answer (the key holds the cookie's digest)."""
+    get their own list, never the other's kept answer (the key holds who asks: the cookie's team)."""
     from sharedtask.service.teams.signin import COOKIE, sign_in
 
     url, db, answers, tokens, factory = served
@@ -218,3 +218,62 @@ def test_the_boundary_is_computed_once_per_stamp_and_again_when_it_passes() -> N
     assert answers.boundary(3, passed, lambda: compute(passed, None)) is None  # the date passed: computed again
     assert len(computed) == 5
     assert Answers(None).boundary(None, noon, lambda: one) == one  # nothing kept without a stamp
+
+
+def test_random_tokens_and_time_zones_do_not_grow_the_kept_answers(served):
+    """Issue 39: each random token kept one more copy of the public board, each random ``?tz=`` one
+    more copy of the phase board page. Counted by entries and bytes, not by the server's RSS."""
+    import datetime as dt
+    import secrets
+
+    url, db, answers, tokens, _ = served
+    assert call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])[0] == 200
+    for i in range(20):
+        _insert_done_run(db, f"r{i:02d}", i / 20)
+    now = dt.datetime.now(dt.timezone.utc)
+    assert call(f"{url}/api/tasks/{TASK}/phases/open", "PUT", tokens["org"],
+                {"dataset": "sample", "opens": (now - dt.timedelta(days=1)).isoformat(),
+                 "closes": (now + dt.timedelta(days=1)).isoformat(), "leaderboard_public": True})[0] == 200
+    first = _board(url)
+    page = call(f"{url}/tasks/{TASK}/phases/open/leaderboard")
+    assert first[0] == 200 and len(first[1]["runs"]) == 20 and page[0] == 200
+    base_entries, base_bytes = answers.held()
+    assert base_entries == 2 and base_bytes >= len(page[1])
+    for _ in range(1000):
+        assert call(f"{url}/api/tasks/{TASK}/leaderboard", token="st_" + secrets.token_urlsafe(32)) == first
+    zones = [secrets.token_hex(8) for _ in range(1000)]
+    for zone in zones:
+        status, text = call(f"{url}/tasks/{TASK}/phases/open/leaderboard?tz={zone}")
+        assert status == 200 and zone not in text
+    assert answers.held() == (base_entries, base_bytes)
+    # a real zone is a value of its own: one more entry, and the page says the zone
+    status, text = call(f"{url}/tasks/{TASK}/phases/open/leaderboard?tz=Europe/Berlin")
+    assert status == 200 and "Europe/Berlin" in text
+    assert answers.held()[0] == base_entries + 1
+    # unknown tasks in ?task= are answered but never kept
+    for _ in range(50):
+        assert call(f"{url}/api/submissions?task={secrets.token_hex(6)}", token=tokens["a"]) == (200, [])
+    assert answers.held()[0] == base_entries + 1
+
+
+def test_the_kept_answers_are_bounded_in_entries_and_bytes_least_recently_used_first():
+    answers = Answers(lambda: 1, max_entries=3, max_bytes=10_000)
+    stamp = answers.stamp()
+    assert answers.get("warm", stamp) is None  # takes the stamp
+    for name in ("a", "b", "c"):
+        answers.put((name,), stamp, b"x" * 100)
+    assert answers.get(("a",), stamp) == b"x" * 100  # "a" is now the most recent
+    answers.put(("d",), stamp, b"y" * 100)
+    assert answers.held()[0] == 3
+    assert answers.get(("b",), stamp) is None and answers.get(("a",), stamp) is not None
+    # bytes: two answers of 3,000 bytes, then one of 6,000: the least recent go until the sum fits
+    answers.put(("m1",), stamp, b"m" * 3000)
+    answers.put(("m2",), stamp, b"m" * 3000)
+    answers.put(("big",), stamp, b"z" * 6000)
+    entries, held = answers.held()
+    assert held <= 10_000 and entries == 2
+    assert answers.get(("big",), stamp) is not None and answers.get(("m2",), stamp) is not None
+    assert answers.get(("m1",), stamp) is None
+    # an answer larger than the whole bound is not kept at all
+    answers.put(("huge",), stamp, b"h" * 20_000)
+    assert answers.get(("huge",), stamp) is None and answers.held()[1] <= 10_000

@@ -48,6 +48,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "submit",
     "status",
     "worker",
+    "images_server",
     "new_submission",
     "docker_doctor",
 )

@@ -227,12 +227,12 @@ def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress:
 
 def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
     """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
-    from sharedtask.executor.kubernetes import image_reference, object_name, write_manifests, write_namespace
+    from sharedtask.executor.kubernetes import claim_name, image_reference, write_manifests, write_namespace
     from sharedtask.pipeline import plan
 
     source = _image_source(args)
     console.print(f"namespace (restricted Pod Security): {markup_safe(str(write_namespace(args.kubernetes)))}")
-    written = 0
+    written, claims = 0, {}
     for task in tasks:
         for run in plan(task, manifest, out, dataset_name=args.dataset, build_errors=build_errors,
                         image_source=source):
@@ -240,7 +240,7 @@ def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, bui
                 console.print(f"[red]{markup_safe(run.software.name)}[/]: {markup_safe(run.error or '', 300)}")
                 continue
             path = write_manifests(run.job, args.kubernetes, image=image_reference(run.job),
-                                   input_claim=object_name(run.job.dataset.id))
+                                   input_claim=claim_name(run.job.dataset.id, claims))
             console.print(f"{markup_safe(task.id)}/{markup_safe(run.software.name)}: {markup_safe(str(path))}")
             written += 1
     console.print(f"[bold]{written} Kubernetes Job(s)[/] in {args.kubernetes} (nothing ran; "

@@ -72,6 +72,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     network = args.network or ("bridge" if args.allow_network else None)
+    if args.input_run is not None:
+        from sharedtask.errors import SharedTaskError
+        from sharedtask.spec import load_task
+
+        if load_task(args.task).rerank is None:  # nothing would check what is mounted (issue 39)
+            raise SharedTaskError(f"--input-run: the task {args.task} has no re-ranking stage (its spec declares "
+                                  "no rerank:), so there is nothing to re-rank",
+                                  hint="drop --input-run, or use a task whose spec declares rerank: "
+                                       "(sharedtask tasks shows them)")
     if args.dataset:
         from sharedtask.data import dataset_folders
 

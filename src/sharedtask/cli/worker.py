@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help="scratch folder for runs before they are sent back (default: ~/.cache/sharedtask/worker)")
     parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
+    parser.add_argument("--images-url", metavar="URL",
+                        help="the organizer's images server (sharedtask images-server): the only place this worker "
+                             "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
     parser.add_argument("--visibility-timeout", type=float, metavar="S",
                         help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
     limits = parser.add_argument_group("this worker's maxima (a job may ask for less than its task's limits, "
@@ -50,6 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     from sharedtask.executor import events
     from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, WorkerConfig, default_name,
                                                 start_worker)
+    from sharedtask.executor.fetch import Origin
     from sharedtask.executor.scratch import remove_stale
     from sharedtask.executor.remote import CeleryExecutor, redacted_url
     from sharedtask.resources import cache_root
@@ -82,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
         events.emit("scratch-removed", worker=name, count=len(stale), folders=",".join(f.name for f in stale))
     config = WorkerConfig(broker=args.broker, name=name,
                           data_root=args.data_root.resolve() if args.data_root else None,
-                          work_dir=work, visibility_timeout=args.visibility_timeout, policy=_policy(args))
+                          work_dir=work, visibility_timeout=args.visibility_timeout, policy=_policy(args),
+                          origin=Origin.from_env(args.images_url))
     start_worker(config, queue=args.queue, concurrency=args.concurrency, loglevel=args.loglevel)
     return 0
 

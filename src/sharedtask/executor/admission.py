@@ -129,10 +129,12 @@ def _image_source(raw: Any, image_id: str) -> str | None:
             raise _refuse("image_source", "a registry source must be NAME@sha256:DIGEST")
         return text
     if kind == "archive":
-        name = location.rsplit("/", 1)[-1]
-        if not re.fullmatch(r"[0-9a-f]{64}\.tar", name) or "/../" in location or location.startswith("../"):
-            raise _refuse("image_source", "an archive source must name <image id hex>.tar, as --images-dir writes it "
-                                          "(the loaded image's id is checked after)")
+        where, _, digest = location.rpartition("#sha256=")
+        name = where.rsplit("/", 1)[-1]
+        if (not re.fullmatch(r"[0-9a-f]{64}\.tar", name) or not _HEX64.fullmatch(digest) or "/../" in where
+                or where.startswith("../")):
+            raise _refuse("image_source", "an archive source must be archive:<where>/<image id hex>.tar#sha256=<hex "
+                                          "of the archive>, as --images-dir writes it (checked before it is loaded)")
         return text
     raise _refuse("image_source", "must start with archive: or registry:")
 

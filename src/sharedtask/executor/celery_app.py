@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
 
 TASK_NAME = "sharedtask.run_job"
 DEFAULT_QUEUE = "sharedtask"
 DEFAULT_VISIBILITY = 60.0  # s before a dead worker's job is delivered again
 MAX_DELIVERIES = 3
-RESULT_TTL = 30 * 24 * 3600  # s results (and "submitted" marks) are kept in the backend
-KEY_PREFIX = "sharedtask:"
 #: Largest run-folder archive (base64 characters) a worker sends back through the result backend.
 MAX_ARCHIVE = 256 * 2**20
 
@@ -89,6 +88,8 @@ class WorkerConfig:
     visibility_timeout: float
     #: the worker's own maxima: a job may ask for less, never for more (executor/admission.py)
     policy: Any = None
+    #: the organizer's images server and its token (executor/fetch.py); None: shared paths only
+    origin: Any = None
 
 
 _config: WorkerConfig | None = None
@@ -107,22 +108,26 @@ def _redis(url: str) -> Any:
 
 
 class _Lease(threading.Thread):
-    """Keeps a running job's unacked entry fresh, so the broker does not hand it out again."""
+    """Keeps a running job's unacked entry and its claim (executor/claims.py) fresh, so the
+    broker does not hand it out again and no second delivery can take it."""
 
-    def __init__(self, config: WorkerConfig, tag: str | None) -> None:
+    def __init__(self, config: WorkerConfig, tag: str | None, claim: Any = None) -> None:
         super().__init__(name="sharedtask-lease", daemon=True)
-        self.config, self.tag = config, tag
+        self.config, self.tag, self.claim = config, tag, claim
         self.stop = threading.Event()
 
     def run(self) -> None:
-        if self.tag is None or not is_redis(self.config.broker):
+        if not is_redis(self.config.broker) or (self.tag is None and self.claim is None):
             return
         client = _redis(self.config.broker)
         interval = max(0.5, self.config.visibility_timeout / 4)
         while not self.stop.wait(interval):
             try:
-                # XX: refresh only; never re-add an entry that the ack has removed.
-                client.zadd("unacked_index", {self.tag: time.time()}, xx=True)
+                if self.tag is not None:
+                    # XX: refresh only; never re-add an entry that the ack has removed.
+                    client.zadd("unacked_index", {self.tag: time.time()}, xx=True)
+                if self.claim is not None:
+                    self.claim.refresh()
             except Exception:  # noqa: BLE001 - broker away for a moment: try at the next tick
                 continue
 
@@ -138,7 +143,18 @@ def _deliveries(config: WorkerConfig, job_id: str) -> int:
     return count
 
 
-def _finished(config: WorkerConfig, job_id: str) -> dict[str, Any] | None:
+def _claim(config: WorkerConfig, task_id: str) -> tuple[Any, str | None]:
+    """(this worker's claim on the job, None), or (None, who holds it) for a duplicate delivery;
+    (None, None) without Redis (at least once, as before). See executor/claims.py."""
+    if not is_redis(config.broker):
+        return None, None
+    from sharedtask.executor.claims import take
+
+    # half the visibility timeout: a dead worker's claim is gone before kombu hands its job out again
+    return take(_redis(config.broker), task_id, config.name, config.visibility_timeout / 2)
+
+
+def _finished(config: WorkerConfig, job_id: str, task_id: str | None = None) -> dict[str, Any] | None:
     """The stored result of a job that has finished already, else None.
 
     Why: a coordinator sends a job once (``submitted:<job>``), so a delivery of a job whose
@@ -151,7 +167,7 @@ def _finished(config: WorkerConfig, job_id: str) -> dict[str, Any] | None:
     import json
 
     try:
-        raw = _redis(config.broker).get(f"celery-task-meta-{job_id}")
+        raw = _redis(config.broker).get(f"celery-task-meta-{task_id or job_id}")
         meta = json.loads(raw) if raw else None
     except Exception:  # noqa: BLE001 - cannot tell: run it (at-least-once, as before)
         return None
@@ -182,36 +198,53 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
         reason = f"worker {config.name} refused the job: {str(exc).splitlines()[0]}"
         emit("job-refused", worker=config.name, job=ident, reason=reason)
         return JobResult(ident, REFUSED, "refused", reason, config.name).to_json()
-    done = _finished(config, job.id)
+    done = _finished(config, job.id, task_id)
     if done is not None:
         emit("job-duplicate", worker=config.name, job=job.id)
         return done
-    count = _deliveries(config, job.id)
+    from celery.exceptions import Ignore
+
+    claim, holder = _claim(config, task_id)
+    if claim is None and holder is not None:
+        # another live worker holds the job, or has run it: acknowledged, no result stored, nothing runs
+        emit("job-duplicate", worker=config.name, job=job.id, held_by=holder)
+        raise Ignore()
+    count = _deliveries(config, task_id)
     emit("job-received", worker=config.name, job=job.id, software=job.software, task=job.task, delivery=count)
     if count > MAX_DELIVERIES:
         result = JobResult(job.id, FAILED, "error", f"delivered {count - 1} times and every worker running it "
                            "died (killed, out of memory, machine lost): not tried again", config.name)
+        if claim is not None:
+            claim.finish()
         emit("job-finished", worker=config.name, job=job.id, state=result.state, status=result.status)
         return result.to_json()
-    lease = _Lease(config, _delivery_tags.get(task_id))
+    lease = _Lease(config, _delivery_tags.get(task_id), claim)
     lease.start()
     work = new_scratch(config.work_dir, job.id)
+    ran = False
     try:
         try:
             input_dir = datasets.locate(job.dataset, config.data_root)
             datasets.check(job.dataset, input_dir)
-            image = images.ensure(job, docker_client())
+            image = images.ensure(job, docker_client(), config.origin, work)
             # a re-ranker: its first stage, fetched once per worker folder and checked (executor/stages.py)
-            stage = fetch_stage(job, config.work_dir / STAGE_CACHE) if job.stage is not None else None
+            stage = (fetch_stage(job, config.work_dir / STAGE_CACHE, config.origin)
+                     if job.stage is not None else None)
         except SharedTaskError as exc:
             emit("job-refused", worker=config.name, job=job.id, reason=str(exc))
             return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
         run_dir = work / "run"
-        emit("job-running", worker=config.name, job=job.id, image=job.image_id)
+        emit("job-running", worker=config.name, job=job.id, image=job.image_id,
+             **({"fence": claim.token} if claim is not None else {}))
+        ran = True
         try:
             result = execute_in(job, input_dir, run_dir, image, worker=config.name, input_run=stage)
         except SharedTaskError as exc:
             result = JobResult(job.id, FAILED, "error", str(exc), config.name, run_dir=run_dir)
+        if claim is not None and not claim.finish():
+            # this worker stalled past its lease and another took the job: its result stands, not ours
+            emit("job-fenced", worker=config.name, job=job.id, fence=claim.token)
+            raise Ignore()
         emit("job-finished", worker=config.name, job=job.id, state=result.state, status=result.status)
         raw = portable(run_dir, result)
         if run_dir.is_dir():
@@ -227,6 +260,8 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     finally:
         lease.stop.set()
         _delivery_tags.pop(task_id, None)
+        if claim is not None and not ran:
+            claim.release()  # refused, nothing ran: a re-send may run it
         remove_tree(work)
 
 

@@ -11,6 +11,7 @@ official ``kubernetes`` client's models so that a misspelt field fails here.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from pathlib import Path
@@ -27,14 +28,40 @@ JOB_LABEL = "sharedtask.io/job"
 #: Pod Security Admission's labels (kubernetes.io/docs/concepts/security/pod-security-admission/):
 #: enforce the restricted profile, and warn and audit against it too.
 POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
-_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 #: The RuntimeClass name gVisor's documentation uses for runsc (gvisor.dev, "Kubernetes").
 GVISOR_RUNTIME_CLASS = "gvisor"
+
+
+#: Room left in a 63-character label after a name for its suffix ("-deny-all").
+_SUFFIX_ROOM = 9
 
 
 def object_name(text: str) -> str:
     """An RFC 1123 label (what Kubernetes accepts as an object name): lower case, digits, '-', <= 63."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-") or "run"
+
+
+def claim_name(dataset_id: str, taken: dict[str, str]) -> str:
+    """The PersistentVolumeClaim the organizer makes for a dataset's ``input/``: its id as a label,
+    readable because the organizer creates it by hand; ``taken`` (claim -> dataset id, of this
+    rendering) refuses two datasets that fold to one claim, which would mount one's data for the other."""
+    name = object_name(dataset_id)
+    if taken.setdefault(name, dataset_id) != dataset_id:
+        raise SharedTaskError(f"datasets {taken[name]!r} and {dataset_id!r} would both be mounted from the "
+                              f"claim {name!r}", hint="give the datasets ids that differ in letters or digits")
+    return name
+
+
+def _name(text: str, unique: str) -> str:
+    """An RFC 1123 label (what Kubernetes accepts as an object name), unique per ``unique``: ``text``
+    in lower case, digits and '-', cut to fit, then '-' and 12 hex digits of ``unique``'s sha256, so
+    two runs whose names read the same once cut or folded (71 and 72 characters, ``a/b`` and
+    ``a-b``) never share a name; at most 63 - 9 characters, leaving room for ``-deny-all``."""
+    digest = hashlib.sha256(unique.encode("utf-8")).hexdigest()[:12]
+    readable = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    readable = readable[:63 - _SUFFIX_ROOM - 1 - len(digest)].rstrip("-") or "run"
+    return f"{readable}-{digest}"
 
 
 def policy_for(job: Job) -> Policy:
@@ -76,7 +103,7 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
     policy = policy_for(job)
     lim = policy.limits
     uid, _, gid = (policy.user or SANDBOX_USER).partition(":")
-    name = object_name(f"{job.software}-{job.id[4:16]}")
+    name = _name(job.software, f"{job.software}\0{job.id}")
     labels = {JOB_LABEL: job.id, "app.kubernetes.io/managed-by": "sharedtask"}
     amounts = {"cpu": f"{int(lim.cpus * 1000)}m", "memory": str(lim.memory), "ephemeral-storage": str(lim.disk)}
     env = {**cpu_profile(job.options.get("cpu")).env(),
@@ -128,7 +155,7 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
     )
     deny = k.V1NetworkPolicy(
         api_version="networking.k8s.io/v1", kind="NetworkPolicy",
-        metadata=k.V1ObjectMeta(name=f"{name[:50]}-deny-all", namespace=namespace, labels=labels),
+        metadata=k.V1ObjectMeta(name=f"{name}-deny-all", namespace=namespace, labels=labels),
         # Selected pods, both directions named, no rule: nothing in, nothing out (TIRA: no network).
         spec=k.V1NetworkPolicySpec(pod_selector=k.V1LabelSelector(match_labels={JOB_LABEL: job.id}),
                                    policy_types=["Ingress", "Egress"]),
@@ -173,5 +200,24 @@ def write_manifests(job: Job, folder: Path, **kw: Any) -> Path:
     docs = [api.sanitize_for_serialization(obj) for obj in objects]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{objects[0].metadata.name}.yaml"
+    _refuse_collision(path, job)
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _refuse_collision(path: Path, job: Job) -> None:
+    """Refuse to replace another job's manifest: names are unique by their hash suffix, so this
+    only happens on a hash collision or a folder shared with other renderings; one run's manifest
+    must never silently take another's place."""
+    import yaml
+
+    if not path.exists():
+        return
+    try:
+        owners = {(d.get("metadata") or {}).get("labels", {}).get(JOB_LABEL)
+                  for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(d, dict)}
+    except (OSError, yaml.YAMLError):
+        owners = {None}
+    if owners != {job.id}:
+        raise SharedTaskError(f"{job.software}: {path} already holds another run's manifest",
+                              hint="render into an empty folder; two runs must never share a Job name")

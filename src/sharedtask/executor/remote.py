@@ -17,9 +17,9 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.base import JobResult, landed, write_result
-from sharedtask.executor.celery_app import (DEFAULT_QUEUE, DEFAULT_VISIBILITY, KEY_PREFIX, RESULT_TTL, TASK_NAME,
-                                            is_redis, make_app)
+from sharedtask.executor.celery_app import DEFAULT_QUEUE, DEFAULT_VISIBILITY, TASK_NAME, is_redis, make_app
 from sharedtask.executor.job import DONE, FAILED, QUEUED, REFUSED, RUNNING, Job
+from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
 from sharedtask.executor.transfer import LandingRefused, land
 from sharedtask.sandbox.record import RECORD_JSON
 
@@ -42,13 +42,13 @@ class CeleryHandle:
         self._state: tuple[str, str | None] = (QUEUED, None)
 
     def _async(self) -> Any:
-        return self.executor.app.AsyncResult(self.job.id)
+        return self.executor.app.AsyncResult(self.executor.task_id(self.job))
 
     def state(self) -> tuple[str, str | None]:
         if self._result is not None:
             return self._result.state, self._result.worker
         try:
-            meta = self.executor.app.backend.get_task_meta(self.job.id)
+            meta = self.executor.app.backend.get_task_meta(self.executor.task_id(self.job))
         except Exception as exc:  # noqa: BLE001 - see is_transient
             if is_transient(exc):
                 return self._state
@@ -85,7 +85,7 @@ class CeleryHandle:
     def _collect(self) -> JobResult:
         """The worker's result, landed in this coordinator's run folder; never raises for the run's
         own faults (a damaged or hostile archive fails this run, not the batch)."""
-        meta = self.executor.app.backend.get_task_meta(self.job.id)
+        meta = self.executor.app.backend.get_task_meta(self.executor.task_id(self.job))
         payload = meta.get("result")
         if meta.get("status") != "SUCCESS" or not isinstance(payload, dict):
             reason = f"{type(payload).__name__}: {payload}" if isinstance(payload, BaseException) else str(payload)
@@ -159,8 +159,11 @@ class CeleryExecutor:
     name = "celery"
 
     def __init__(self, broker: str, *, queue: str = DEFAULT_QUEUE, backend: str | None = None,
-                 visibility_timeout: float = DEFAULT_VISIBILITY) -> None:
+                 visibility_timeout: float = DEFAULT_VISIBILITY, namespace: str | None = None) -> None:
         self.broker, self.queue = broker, queue
+        #: prefixes every task id: two servers sharing one broker never share a job's result, mark
+        #: or claim, though their jobs' ids (content hashes) are equal (issue 39)
+        self.namespace = namespace
         self.app = make_app(broker, backend=backend, queue=queue, visibility_timeout=visibility_timeout)
         self._redis: Any = None
         if is_redis(broker):
@@ -182,22 +185,26 @@ class CeleryExecutor:
         if self._first_submission(job):
             self._send(job)
         else:
-            meta = self.app.backend.get_task_meta(job.id)
+            meta = self.app.backend.get_task_meta(self.task_id(job))
             info = meta.get("result")
             if meta.get("status") == "SUCCESS" and isinstance(info, dict) and info.get("state") == REFUSED:
-                self.app.backend.forget(job.id)  # refused last time: the worker may be fixed now
+                self.app.backend.forget(self.task_id(job))  # refused last time: the worker may be fixed now
                 if self._redis is not None:
-                    self._redis.delete(f"{KEY_PREFIX}deliveries:{job.id}")
+                    self._redis.delete(f"{KEY_PREFIX}deliveries:{self.task_id(job)}")
                 self._send(job)
         return CeleryHandle(self, job, run_dir)
+
+    def task_id(self, job: Job) -> str:
+        """The job's id in the broker and the result backend: namespaced when this coordinator has one."""
+        return f"{self.namespace}.{job.id}" if self.namespace else job.id
 
     def _first_submission(self, job: Job) -> bool:
         if self._redis is None:
             return True
-        return bool(self._redis.set(f"{KEY_PREFIX}submitted:{job.id}", "1", nx=True, ex=RESULT_TTL))
+        return bool(self._redis.set(f"{KEY_PREFIX}submitted:{self.task_id(job)}", "1", nx=True, ex=RESULT_TTL))
 
     def _send(self, job: Job) -> None:
-        self.app.send_task(TASK_NAME, args=[job.to_json()], task_id=job.id, queue=self.queue)
+        self.app.send_task(TASK_NAME, args=[job.to_json()], task_id=self.task_id(job), queue=self.queue)
 
     def close(self, interrupted: bool = False) -> None:
         self.app.close()

@@ -12,15 +12,13 @@ the candidates' sha256, which :func:`sharedtask.executor.base.execute_in` checks
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import tarfile
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import Job
@@ -34,27 +32,34 @@ STAGE_FILES = ("run.txt", RERANK_FILE)
 STAGE_CACHE = "stages"
 #: Bytes of one stage archive a worker reads at most (a run of 75 MB, TIRA's bound, and its candidates' texts).
 MAX_STAGE_ARCHIVE = 2 << 30
-_SOURCE = re.compile(r"archive:(?P<location>[^#\s]{1,2000})#sha256=(?P<sha>[0-9a-f]{64})")
+#: Bytes the members of one stage archive may expand to on the worker's disk, together.
+MAX_STAGE_EXPANDED = 2 << 30
+#: ``archive:<where>#sha256=<archive>`` and, since issue 39, ``&run=<sha256 of run.txt>``: every
+#: member is checked, not only the candidates (which the job's ``stage.sha256`` names)
+_SOURCE = re.compile(r"archive:(?P<location>[^#\s]{1,2000})#sha256=(?P<sha>[0-9a-f]{64})(?:&run=(?P<run>[0-9a-f]{64}))?")
 
 
 def pack_stage(stage_dir: Path, folder: Path) -> tuple[Path, str]:
-    """``stage_dir``'s two files as ``folder/stage-<candidates' sha256>.tar`` (made once, byte-stable:
-    mtime 0, owner 0) and the archive's sha256."""
+    """``stage_dir``'s two files as ``folder/stage-<candidates' sha256>.tar`` (byte-stable: mtime 0,
+    owner 0) and the archive's sha256, hashed as it is written.
+
+    Written every time, never taken as found: a file already at that name was sent as it was,
+    whoever put it there (issue 39). Replaced atomically: a worker reading the old one keeps it."""
     from sharedtask.data.checksum import sha256
 
     candidates = stage_dir / STAGE_FILES[1]
     target = folder / f"stage-{sha256(candidates)}.tar"
-    if not target.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        part = target.with_name(f"{target.name}.{uuid.uuid4().hex[:8]}.part")
-        with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
-            for name in STAGE_FILES:
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = (stage_dir / name).stat().st_size, 0o644, 0
-                with open(stage_dir / name, "rb") as fh:
-                    tar.addfile(info, fh)
-        os.replace(part, target)
-    return target, sha256(target)
+    folder.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(f"{target.name}.{uuid.uuid4().hex[:8]}.part")
+    with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name in STAGE_FILES:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = (stage_dir / name).stat().st_size, 0o644, 0
+            with open(stage_dir / name, "rb") as fh:
+                tar.addfile(info, fh)
+    digest = sha256(part)
+    os.replace(part, target)
+    return target, digest
 
 
 def stage_source_for(images_dir: Path | None, images_url: str | None = None) -> Callable[[Path], str] | None:
@@ -65,9 +70,11 @@ def stage_source_for(images_dir: Path | None, images_url: str | None = None) -> 
     folder = images_dir.resolve()
 
     def source(stage_dir: Path) -> str:
+        from sharedtask.data.checksum import sha256
+
         path, digest = pack_stage(stage_dir, folder)
         location = f"{images_url.rstrip('/')}/{path.name}" if images_url else str(path)
-        return f"archive:{location}#sha256={digest}"
+        return f"archive:{location}#sha256={digest}&run={sha256(stage_dir / STAGE_FILES[0])}"
     return source
 
 
@@ -75,16 +82,20 @@ def parse_source(source: str) -> tuple[str, str]:
     """``(location, sha256)`` of a stage source, or ValueError saying what one looks like."""
     match = _SOURCE.fullmatch(source)
     if match is None:
-        raise ValueError("must be archive:<path or http(s) URL>#sha256=<64 hex digits>")
+        raise ValueError("must be archive:<path or http(s) URL>#sha256=<64 hex digits>[&run=<64 hex digits>]")
     return match["location"], match["sha"]
 
 
-def fetch_stage(job: Job, cache: Path) -> Path:
+def fetch_stage(job: Job, cache: Path, origin: Any = None) -> Path:
     """The job's first stage as a folder of this worker's own: from its cache, or fetched and checked."""
+    from sharedtask.executor.fetch import Origin, fetch_to
+
     assert job.stage is not None and job.stage_source is not None
     wanted = job.stage["sha256"]
+    named = _SOURCE.fullmatch(job.stage_source)
+    run_sha = named["run"] if named else None
     folder = cache / wanted
-    if _holds(folder, wanted):
+    if _holds(folder, wanted, run_sha):
         return folder
     location, digest = parse_source(job.stage_source)
     cache.mkdir(parents=True, exist_ok=True)
@@ -92,17 +103,18 @@ def fetch_stage(job: Job, cache: Path) -> Path:
     archive = part.with_name(part.name + ".tar")  # beside the folder: never inside the mounted stage
     part.mkdir()
     try:
-        if _copy(location, archive) != digest:
+        if fetch_to(location, archive, MAX_STAGE_ARCHIVE, origin or Origin(), "the first stage's archive") != digest:
             raise SharedTaskError(f"the first stage's archive {location} is not the one the job names (sha256)",
                                   hint="the coordinator packs it again when it plans the re-ranker")
         _extract(archive, part, location)
-        if not _holds(part, wanted):
-            raise SharedTaskError(f"the first stage's archive {location} holds other candidates than the job's",
+        if not _holds(part, wanted, run_sha):
+            raise SharedTaskError(f"the first stage's archive {location} holds other files than the published "
+                                  "stage's (sha256 of rerank.jsonl.gz and run.txt)",
                                   hint="the first stage changed: plan the re-ranker again")
         try:
             os.rename(part, folder)
         except OSError:  # another delivery on this worker landed it first
-            if not _holds(folder, wanted):
+            if not _holds(folder, wanted, run_sha):
                 raise
     finally:
         archive.unlink(missing_ok=True)
@@ -110,45 +122,36 @@ def fetch_stage(job: Job, cache: Path) -> Path:
     return folder
 
 
-def _holds(folder: Path, wanted: str) -> bool:
+def _holds(folder: Path, wanted: str, run_sha: str | None = None) -> bool:
+    """The folder holds the two files, the candidates with sha256 ``wanted`` and (when the job
+    names it) the run file with ``run_sha``."""
     from sharedtask.data.checksum import sha256
 
     files = [folder / name for name in STAGE_FILES]
     return (folder.is_dir() and not folder.is_symlink() and all(f.is_file() and not f.is_symlink() for f in files)
-            and sha256(files[1]) == wanted)
-
-
-def _copy(location: str, target: Path) -> str:
-    """The archive copied to ``target`` a MiB at a time, at most :data:`MAX_STAGE_ARCHIVE` bytes
-    (never whole in memory); the sha256 of its bytes."""
-    digest, size = hashlib.sha256(), 0
-    try:
-        if location.startswith(("http://", "https://")):
-            source = urllib.request.urlopen(location, timeout=60)  # noqa: S310 - the organizer's URL
-        else:
-            source = open(location, "rb")
-        with source, open(target, "xb") as out:
-            while chunk := source.read(1 << 20):
-                size += len(chunk)
-                if size > MAX_STAGE_ARCHIVE:
-                    raise SharedTaskError(f"the first stage's archive {location} is over {MAX_STAGE_ARCHIVE} bytes")
-                digest.update(chunk)
-                out.write(chunk)
-    except OSError as exc:
-        raise SharedTaskError(f"the first stage's archive {location} could not be read on this worker: {exc}",
-                              hint="ship stages with --images-dir on a shared folder, or --images-url") from None
-    return digest.hexdigest()
+            and sha256(files[1]) == wanted and (run_sha is None or sha256(files[0]) == run_sha))
 
 
 def _extract(archive: Path, folder: Path, location: str) -> None:
-    """Exactly the stage's two regular files, written by us; anything else refuses the archive."""
+    """Exactly the stage's two regular files, written by us; anything else refuses the archive.
+
+    Bounded by what the members expand to, not the archive's bytes: a sparse member (a 10 KB
+    archive whose ``run.txt`` is 2 GiB of holes) is refused by its type, and the members'
+    declared sizes together may not pass :data:`MAX_STAGE_EXPANDED` (issue 39)."""
     seen: set[str] = set()
+    budget = MAX_STAGE_EXPANDED
     try:
         with tarfile.open(archive, mode="r:") as tar:
             for member in tar:
-                if member.name not in STAGE_FILES or not member.isreg() or member.name in seen:
-                    raise SharedTaskError(f"the first stage's archive {location} holds {member.name[:100]!r}",
+                if (member.name not in STAGE_FILES or not member.isreg() or member.issparse()
+                        or member.name in seen):
+                    kind = "the sparse file " if member.issparse() else ""
+                    raise SharedTaskError(f"the first stage's archive {location} holds {kind}{member.name[:100]!r}",
                                           hint=f"a stage archive holds the regular files {', '.join(STAGE_FILES)}")
+                budget -= member.size
+                if budget < 0:
+                    raise SharedTaskError(f"the first stage's archive {location} expands to more than "
+                                          f"{MAX_STAGE_EXPANDED} bytes ({member.name} alone is {member.size})")
                 seen.add(member.name)
                 source = tar.extractfile(member)
                 assert source is not None

@@ -9,7 +9,6 @@ pulled (a registry reference ``name@sha256:<manifest digest>``).
 from __future__ import annotations
 
 import os
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -61,7 +60,8 @@ def push(client: Any, reference: str, registry: str) -> str:
 def source_for(client: Any, *, registry: str | None = None, images_dir: Path | None = None,
                images_url: str | None = None) -> Callable[[str], str] | None:
     """How workers get an image they lack (a job's ``image_source``): pushed to ``registry`` and
-    pulled by digest, or saved once to ``images_dir`` (served at ``images_url``); None: they have it."""
+    pulled by digest, or saved once to ``images_dir`` (served at ``images_url``) and named with
+    the sha256 of the archive's bytes (``archive:<where>#sha256=<hex>``); None: they have it."""
     if registry:
         return lambda image: "registry:" + push(client, image, registry)
     if images_dir:
@@ -69,26 +69,71 @@ def source_for(client: Any, *, registry: str | None = None, images_dir: Path | N
 
         def archive(image: str) -> str:
             path = save_archive(client, image, folder)
-            return "archive:" + (f"{images_url.rstrip('/')}/{path.name}" if images_url else str(path))
+            digest = archive_digest(path, image_id(client, image))
+            where = f"{images_url.rstrip('/')}/{path.name}" if images_url else str(path)
+            return f"archive:{where}#sha256={digest}"
         return archive
     return None
 
 
-def _load(client: Any, location: str) -> None:
-    if location.startswith(("http://", "https://")):
-        with urllib.request.urlopen(location, timeout=60) as response:  # noqa: S310 - organizer's URL
-            client.images.load(response.read())
-        return
-    path = Path(location)
-    if not path.is_file():
-        raise SharedTaskError(f"image archive {path} is not on this worker")
-    with open(path, "rb") as fh:
-        client.images.load(fh)
+_digests: dict[tuple[str, int, int, int], str] = {}  # (path, inode, size, mtime) -> sha256, checked
 
 
-def ensure(job: Job, client: Any) -> str:
-    """A local reference to the job's image, checked by id; loads or pulls it when missing."""
+def archive_digest(path: Path, ident: str) -> str:
+    """The sha256 of the archive the coordinator sends, after checking that it is the image ``ident``:
+    its ``manifest.json`` names one configuration whose sha256 is the id (docker load then checks
+    every layer against that configuration). Why: a file already at ``DIR/<id>.tar`` was sent as
+    it was, whoever put it there (issue 39). Hashed once per file version in this process."""
+    import hashlib
+    import json
+    import tarfile
+
+    from sharedtask.data.checksum import sha256
+
+    st = path.stat()
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _digests:
+        return _digests[key]
+    try:
+        with tarfile.open(path, "r:") as tar:
+            manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
+            (entry,) = manifest
+            config = tar.extractfile(entry["Config"])
+            assert config is not None
+            config_sha = hashlib.sha256(config.read()).hexdigest()
+    except (KeyError, ValueError, TypeError, AssertionError, tarfile.TarError) as exc:
+        raise SharedTaskError(f"{path} is not a docker save archive of one image ({exc.__class__.__name__})",
+                              hint="remove it: it is written again from the image") from None
+    if f"sha256:{config_sha}" != ident:
+        raise SharedTaskError(f"{path} holds image sha256:{config_sha[:12]}…, not {ident[:19]}…",
+                              hint="remove it: it is written again from the image")
+    _digests[key] = digest = sha256(path)
+    return digest
+
+
+def _load(client: Any, location: str, digest: str, limit: int, origin: Any, scratch: Path) -> None:
+    """Fetch the archive to ``scratch`` (bounded), check its sha256 against the job's, then load it."""
+    from sharedtask.executor.fetch import fetch_to
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    part = scratch / f"image-{digest[:16]}-{os.getpid()}-{id(location)}.tar"
+    try:
+        got = fetch_to(location, part, limit, origin, "image archive")
+        if got != digest:
+            raise SharedTaskError(f"image archive {location[:200]} has sha256 {got[:12]}…, not the job's {digest[:12]}…: "
+                                  "not loaded", hint="the archive changed after the job was made: ship it again")
+        with open(part, "rb") as fh:
+            client.images.load(fh)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def ensure(job: Job, client: Any, origin: Any = None, scratch: Path | None = None) -> str:
+    """A local reference to the job's image, checked by id; loads (after checking the archive's
+    sha256, executor/fetch.py) or pulls it when missing."""
     import docker
+
+    from sharedtask.executor.fetch import Origin
 
     for reference in (job.image, job.image_id):
         try:
@@ -100,7 +145,9 @@ def ensure(job: Job, client: Any) -> str:
     kind, _, location = source.partition(":")
     try:
         if kind == "archive":
-            _load(client, location)
+            location, _, digest = location.rpartition("#sha256=")
+            _load(client, location, digest, _image_bound(job), origin or Origin(),
+                  scratch or Path(os.environ.get("TMPDIR", "/tmp")))
         elif kind == "registry":
             client.images.pull(location)
         else:
@@ -112,10 +159,18 @@ def ensure(job: Job, client: Any) -> str:
         got = client.images.get(location if kind == "registry" else job.image_id).id
     except docker.errors.ImageNotFound:
         got = "nothing with that id"
-    if got != job.image_id:
+    if got != job.image_id:  # a registry's manifest, or a loaded archive's layers, not the organizer's
         raise SharedTaskError(f"image {job.image} from {source} is {got}, not the organizer's {job.image_id}",
                               hint="the archive or registry holds another build: ship the image again")
     return job.image_id
 
 
-__all__ = ["ensure", "image_id", "push", "save_archive"]
+def _image_bound(job: Job) -> int:
+    """Bytes of an image archive a worker reads at most: the task's ``max_image``."""
+    from sharedtask.spec import load_task
+    from sharedtask.units import parse_size
+
+    return parse_size(load_task(job.task).sandbox.max_image)
+
+
+__all__ = ["archive_digest", "ensure", "image_id", "push", "save_archive"]

@@ -391,6 +391,10 @@ def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) ->
         if "runtime" in text.lower():
             raise SharedTaskError(f"the docker daemon cannot use the runtime {policy.runtime!r}: {text}",
                                   hint="bash docker/setup.sh registers runsc (gVisor) with dockerd") from None
+        if "no command specified" in text.lower():  # a FROM scratch image without CMD, and no command given
+            raise SharedTaskError("the image has no command to run: no ENTRYPOINT or CMD, and none was given",
+                                  hint="give the command (submit --command, tira.yml's command), or set CMD "
+                                       "in the Dockerfile") from None
         raise
 
 
@@ -442,6 +446,10 @@ class _Watch:
             container.start()
         except docker.errors.APIError as exc:
             self.status, self.message = FAILED, f"container did not start: {exc.explanation or exc}"
+            if 'exec: "sh"' in self.message:  # the command runs through `sh -c`, as in TIRA
+                self.message += ("; the image has no sh (FROM scratch?): a command runs through `sh -c`, so add "
+                                 "a shell (e.g. a static busybox as /bin/sh), or give no command and set the "
+                                 "image's ENTRYPOINT/CMD")
             return
         self._probe_memory(container)
         self.pumps = [

@@ -22,9 +22,9 @@ from starlette.requests import ClientDisconnect
 BODY_LIMIT = 64 * 1024
 
 #: routes that stream large bodies themselves: (method, path pattern)
-STREAMING = (("POST", re.compile(r"^/api/tasks/[^/]+/submissions$")),
+STREAMING = (("POST", re.compile(r"/api/tasks/[^/]+/submissions")),
              # a first stage's run file, bounded by the task's run size (web/stages.py)
-             ("PUT", re.compile(r"^/api/tasks/[^/]+/stages/[^/]+$")))
+             ("PUT", re.compile(r"/api/tasks/[^/]+/stages/[^/]+")))
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -55,7 +55,7 @@ class BodyLimit:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or any(scope["method"] == m and p.match(scope["path"]) for m, p in STREAMING):
+        if scope["type"] != "http" or any(scope["method"] == m and p.fullmatch(scope["path"]) for m, p in STREAMING):
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])

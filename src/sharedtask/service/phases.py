@@ -188,9 +188,19 @@ def for_team(session: Session, subs: Iterable[Submission], who: Team, now: dt.da
 
 
 def masked(sub: Submission) -> Submission:
-    """A copy of ``sub`` outside any session, without its scores and per-topic scores."""
+    """A copy of ``sub`` outside any session, without its scores, per-topic scores and the
+    evaluator's notes.
+
+    Why the notes: "4 qrels topic(s) without a judged document in the run's top 5" tells which
+    documents are judged (issue 39). A run is evaluated only when it succeeded with a valid run
+    file (pipeline.entry_for), and then every note after the service's own is the evaluator's;
+    the notes of a run that never reached the evaluator (why it failed) stay."""
+    from sharedtask.service.visibility import service_notes
+
     copy = Submission(**{c.key: getattr(sub, c.key) for c in Submission.__table__.columns})
     copy.scores, copy.per_topic = None, None
+    if sub.run_status == "success" and sub.valid is True:
+        copy.notes = service_notes(sub.notes)
     copy.phase = sub.phase  # many-to-one, no backref: the copy is not cascaded into any session
     return copy
 

@@ -18,29 +18,49 @@ answer can never be older than the last commit:
 - Any other backend, or SQLite in memory: nothing is kept.
 
 A stamp read before a commit and an answer built after it are kept together: harmless,
-the next request reads a new stamp and builds the answer again. The key of an answer
-includes the token's digest when a token was sent, so a revoked token (a commit) is
-refused again at once.
+the next request reads a new stamp and builds the answer again. The key of an answer holds
+canonical values only (a known task, a validated zone, who asks as a class: anyone, a team,
+the organizer; ``web.common.kept``), never raw input.
+
+Bounded (issue 39): at most ``max_entries`` answers and ``max_bytes`` of them, the least
+recently used dropped first. Before, each request with a random token kept one more copy of
+the public board until the next commit.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 from sqlalchemy.engine import Engine
+
+
+#: bounds of the kept answers: entries, and bytes (answers and keys)
+MAX_ENTRIES = 1024
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def _size(key: Hashable, answer: bytes) -> int:
+    """What an entry holds: its answer's bytes and its key's (a tuple of short values)."""
+    return len(answer) + sys.getsizeof(key) + sum(sys.getsizeof(part) for part in key) \
+        if isinstance(key, tuple) else len(answer) + sys.getsizeof(key)
 
 
 class Answers:
     """Rendered answers (bytes) by key, valid for one change stamp and until an optional time;
     all are dropped when the stamp changes."""
 
-    def __init__(self, stamp: Callable[[], Hashable] | None) -> None:
+    def __init__(self, stamp: Callable[[], Hashable] | None, max_entries: int = MAX_ENTRIES,
+                 max_bytes: int = MAX_BYTES) -> None:
         self._read_stamp = stamp
         self._lock = threading.Lock()
         self._stamp: Hashable = None
-        self._kept: dict[Hashable, tuple[bytes, Any]] = {}
+        self._kept: OrderedDict[Hashable, tuple[bytes, Any]] = OrderedDict()  # least recently used first
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._bytes = 0
         self._boundary: tuple[Hashable, Any, Any] | None = None  # (stamp, computed at, the boundary)
 
     @property
@@ -57,9 +77,11 @@ class Answers:
             return None
         with self._lock:
             if stamp != self._stamp:
-                self._stamp, self._kept = stamp, {}
+                self._stamp, self._kept, self._bytes = stamp, OrderedDict(), 0
                 return None
             kept = self._kept.get(key)
+            if kept is not None:
+                self._kept.move_to_end(key)
         if kept is None:
             return None
         answer, until = kept
@@ -70,10 +92,25 @@ class Answers:
         ``until``: the time after which it may be out of date without any commit (a date passing)."""
         if stamp is None:
             return
+        size = _size(key, answer)
+        if size > self.max_bytes or self.max_entries < 1:
+            return
         with self._lock:
-            if stamp == self._stamp:
-                self._kept[key] = (answer, until)
+            if stamp != self._stamp:
+                return
+            old = self._kept.pop(key, None)
+            if old is not None:
+                self._bytes -= _size(key, old[0])
+            self._kept[key] = (answer, until)
+            self._bytes += size
+            while len(self._kept) > self.max_entries or self._bytes > self.max_bytes:
+                dropped, (body, _) = self._kept.popitem(last=False)
+                self._bytes -= _size(dropped, body)
 
+    def held(self) -> tuple[int, int]:
+        """(entries, bytes) kept now: what a test or a benchmark reads instead of the process's RSS."""
+        with self._lock:
+            return len(self._kept), self._bytes
 
     def boundary(self, stamp: Hashable, now: Any, compute: Callable[[], Any]) -> Any:
         """The next date after ``now`` at which kept answers expire (``compute()``), computed once

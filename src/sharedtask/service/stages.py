@@ -43,7 +43,7 @@ class Source:
 
 
 def checked_name(name: str) -> str:
-    if not TEAM_NAME.match(name):
+    if not TEAM_NAME.fullmatch(name):
         raise HTTPException(422, f"invalid stage name {name[:80]!r}: use 1-64 letters, digits, '.', '_' or '-'")
     return name
 

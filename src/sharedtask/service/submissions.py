@@ -72,7 +72,7 @@ def _quota_refusal(who: Team, task_id: str, limit: int, now: dt.datetime) -> HTT
 
 
 def _checked_tag(tag: str | None) -> str | None:
-    if tag is not None and not TAG.match(tag):
+    if tag is not None and not TAG.fullmatch(tag):
         raise HTTPException(422, f"invalid tag {tag[:80]!r}: use 1-64 letters, digits, '.', '_' or '-'")
     return tag
 

@@ -24,7 +24,7 @@ LIFETIME = dt.timedelta(days=14)
 
 def create_assessor(session: Session, name: str) -> tuple[Assessor, str]:
     """A new assessor and its first token (shown once); an empty, odd or taken name is a user error."""
-    if not TEAM_NAME.match(name or ""):
+    if not TEAM_NAME.fullmatch(name or ""):
         raise SharedTaskError(f"invalid assessor name {name!r}",
                               hint="use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     if session.scalar(select(Assessor).where(Assessor.name == name)) is not None:

@@ -42,6 +42,7 @@ from sharedtask.service import phases
 from sharedtask.service.models import Submission
 from sharedtask.service.runs.claims import BROKER_RESUMED_NOTE, RunSettings, claim, fail, set_worker
 from sharedtask.service.runs.jobs import Jobs
+from sharedtask.service.runs.server_id import server_id
 
 log = logging.getLogger("sharedtask.service")
 
@@ -76,9 +77,10 @@ class BrokerDispatch:
         from sharedtask.executor import executor_for
 
         self.sessions, self.settings = sessions, settings
-        # how workers get the image and a published stage (executor/images.py, executor/stages.py)
+        # how workers get the image and a published stage (images/shipping.py, executor/stages.py)
         self.jobs = Jobs(sessions, settings, image_source=image_source, stage_source=stage_source, travels=True)
-        self.celery = executor_for(broker, queue=queue_name)  # one clear line when the broker does not answer
+        # one clear line when the broker does not answer; task ids namespaced per server (server_id.py)
+        self.celery = executor_for(broker, queue=queue_name, namespace=server_id(settings.data_dir))
         self._todo: queue.Queue[int | None] = queue.Queue()
         self._flying: dict[int, _InFlight] = {}
         self._lock = threading.Lock()

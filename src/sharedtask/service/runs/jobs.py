@@ -19,6 +19,7 @@ from sharedtask.executor.base import JobResult
 from sharedtask.executor.job import DatasetRef, Job
 from sharedtask.service.models import Stage, Submission
 from sharedtask.service.runs.claims import RunSettings, store_entry, store_validation
+from sharedtask.service.runs.lost_image import server_image_id
 
 log = logging.getLogger("sharedtask.service")
 
@@ -67,9 +68,6 @@ class Jobs:
 
     def new_job(self, sub: Submission, attempt: int, dataset_name: str) -> tuple[Job, Path | None]:
         """The claim's job, and the folder of its first stage when it is mounted from here."""
-        from sharedtask.images.client import docker_client
-        from sharedtask.images.shipping import image_id
-
         if sub.stage_id is not None and self.travels and self.stage_source is None:
             # admitted before the server shipped stages (no --images-dir)
             raise SharedTaskError(f"this run re-ranks the first stage {sub.input_run}, which the compute workers "
@@ -83,7 +81,7 @@ class Jobs:
         _, ref, sandbox_id = self.dataset(sub.task_id, dataset_name)
         image = sub.image_name
         job = Job(task=sub.task_id, software=f"submission-{sub.id}-{attempt}", image=image,
-                  image_id=image_id(docker_client(), image), command=sub.command, dataset=ref,
+                  image_id=server_image_id(image), command=sub.command, dataset=ref,
                   image_source=self.image_source(image) if self.image_source else None,
                   options={"dataset_id": sandbox_id}, stage=job_stage, stage_source=stage_source)
         return job, (stage[2] if stage is not None and stage_source is None else None)

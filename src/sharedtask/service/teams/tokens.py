@@ -17,8 +17,10 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.service.models import Team, Token
 
 ORGANIZER = "organizer"
-#: Team names appear in run names, archives and URLs: a plain, short alphabet.
-TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Team names appear in run names, archives and URLs: a plain, short alphabet. Always used with
+#: ``fullmatch``: ``$`` would also match before a final newline (``teamA\n`` beside ``teamA``;
+#: docs.python.org/3/library/re.html, "$").
+TEAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def digest(token: str) -> str:
@@ -26,7 +28,7 @@ def digest(token: str) -> str:
 
 
 def check_team_name(name: str) -> str:
-    if not TEAM_NAME.match(name):
+    if not TEAM_NAME.fullmatch(name):
         raise SharedTaskError(f"invalid team name {name!r}",
                               hint="use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     return name

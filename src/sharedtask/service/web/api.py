@@ -165,6 +165,8 @@ def _answer(service: ServiceState, request: Request, key: tuple[Any, ...], build
 
 
 def _submissions_of(service: ServiceState, request: Request, task: str | None) -> Response:
+    if task is not None and task not in service.known_tasks:  # raw input is never a key (issue 39): not kept
+        return Response(JSONResponse(_submissions_json(service, request, task)).body, media_type="application/json")
     return _answer(service, request, ("submissions", task), lambda: _submissions_json(service, request, task))
 
 

@@ -23,7 +23,7 @@ from sharedtask.service import phases, selection, submissions
 from sharedtask.service.models import Submission, TaskSettings, Team, utcnow
 from sharedtask.service.state import ServiceState, task_of, team_names
 from sharedtask.service.teams.signin import COOKIE, team_of_cookie
-from sharedtask.service.teams.tokens import digest, team_of
+from sharedtask.service.teams.tokens import team_of
 
 
 
@@ -131,18 +131,34 @@ def _next_boundary(service: ServiceState, now: Any) -> Any:
         return phases.next_boundary(session, now)
 
 
+def viewer_class(service: ServiceState, request: Request) -> tuple[Any, ...]:
+    """Who asks, as a key: ``("organizer",)``, ``("team", id)`` or ``("anyone",)``.
+
+    Why not the credential's digest: every random token (unknown, so shown the public board)
+    kept one more copy of that board (issue 39). A request without a credential costs no query."""
+    if token_of(request) is None and not request.cookies.get(COOKIE):
+        return ("anyone",)
+    with service.sessions() as session:
+        who = identify(session, request)
+        session.commit()
+    if who is None:
+        return ("anyone",)
+    return ("organizer",) if who.organizer else ("team", who.id)
+
+
 def kept(service: ServiceState, request: Request, key: tuple[Any, ...], build: Any) -> bytes:
     """``build()`` (bytes), or the same bytes kept since the last commit (:mod:`sharedtask.service.response_cache`).
 
-    The key includes the digest of the request's credential, its bearer token or its sign-in
-    cookie: who asks decides what they see. An answer is also kept no later than the next
-    opening or closing of a task or a phase (:func:`sharedtask.service.phases.next_boundary`):
-    what is open, and whose scores a phase keeps back, changes then without any commit.
-    An answer ``build`` refuses (an HTTP error) is not kept.
+    ``key`` holds canonical values only (a known task, a validated zone), never raw input; to it
+    is added who asks (:func:`viewer_class`): who asks decides what they see. An answer is also
+    kept no later than the next opening or closing of a task or a phase
+    (:func:`sharedtask.service.phases.next_boundary`): what is open, and whose scores a phase
+    keeps back, changes then without any commit. An answer ``build`` refuses (an HTTP error) is
+    not kept.
     """
-    token = token_of(request)
-    cookie = request.cookies.get(COOKIE)
-    key = (*key, digest(token) if token else None, digest(cookie) if cookie and not token else None)
+    if not service.answers.enabled:
+        return build()
+    key = (*key, *viewer_class(service, request))
     stamp = service.answers.stamp()  # before building: an answer is never older than its stamp
     now = utcnow()
     body = service.answers.get(key, stamp, now)

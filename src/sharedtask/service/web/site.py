@@ -49,8 +49,8 @@ def phase_board_page(task_id: str, name: str, request: Request, session: Db, ser
                                _zone(request, tz)).encode()
 
     try:  # kept per viewer and time zone until the next commit or phase boundary (common.kept)
-        key = ("phase-board-page", task_id, name, tz, request.cookies.get(site_pages.TZ_COOKIE))
-        body = kept(service, request, key, build)
+        zone = _zone(request, tz)  # the validated zone, never the raw ?tz= (issue 39)
+        body = kept(service, request, ("phase-board-page", task_id, name, zone.key if zone else None), build)
     except HTTPException as exc:
         return HTMLResponse(pages.message_page("not public", str(exc.detail)), exc.status_code)
     return _remember(HTMLResponse(body), tz)
