@@ -260,24 +260,6 @@ def test_outputs_too_large_for_the_backend_come_back_as_output_limit(docker_clie
     assert not list((tmp_path / "work").iterdir())  # the worker's scratch folder is cleaned
 
 
-def test_the_local_pool_stops_its_containers_when_interrupted(docker_client, tiny_image, tmp_path):
-    from sharedtask.executor import LocalExecutor
-    from sharedtask.spec import load_task
-
-    pool = LocalExecutor(2)
-    inp = load_task(TASK).sample_dir / "input"
-    handles = [pool.submit(make_job(docker_client, tiny_image, f"sleep 40; echo {i}"), tmp_path / f"run{i}",
-                           input_dir=inp) for i in range(2)]
-    wait_for(lambda: len(own_containers(docker_client, tiny_image)) == 2, 60)
-    pool.close(interrupted=True)  # what Ctrl-C in `demo --parallel 2` does
-    results = [h.result(timeout=60) for h in handles]
-    assert [r.status for r in results] == ["failed", "failed"], [r.message for r in results]
-    for i in range(2):  # stopped before the echo after the sleep: the runs did not go on
-        log = tmp_path / f"run{i}" / "stdout.log"
-        assert not log.exists() or str(i) not in log.read_text()
-    wait_for(lambda: not own_containers(docker_client, tiny_image), 30)
-
-
 def test_a_job_that_every_worker_dies_on_is_given_up_after_three_deliveries(docker_client, broker, workers,
                                                                              tiny_image, tmp_path):
     job = make_job(docker_client, tiny_image, "sleep 60; cp /run.txt $outputDir/run.txt")

@@ -18,10 +18,11 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox.cpu import profile as cpu_profile
+from sharedtask.sandbox.interrupts import MESSAGE, step
 from sharedtask.sandbox.outputs import REJECTED, check_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
-from sharedtask.sandbox.runner import RunObserver, RunRequest, RunResult, docker_client, run_container
+from sharedtask.sandbox.runner import INTERRUPTED, RunObserver, RunRequest, RunResult, docker_client, run_container
 
 DEFAULT_RUNS_DIR = Path("sharedtask-runs")
 
@@ -147,6 +148,7 @@ def run(
     dataset_id: str | None = None,
     validate: bool = True,
     observer: RunObserver | None = None,
+    stop: threading.Event | None = None,
 ) -> SandboxRun:
     """Run ``image`` on a task's dataset in the sandbox and write the run record.
 
@@ -163,7 +165,10 @@ def run(
     OpenBLAS and the JVM in the container. Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
     ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
-    ``record_dir`` (default: the parent of the output directory).
+    ``record_dir`` (default: the parent of the output directory). ``stop``, set from another
+    thread, interrupts the run as Ctrl-C does in this one (:mod:`sharedtask.sandbox.interrupts`):
+    before its container exists nothing is kept and :class:`Interrupted` is raised; after, the
+    run ends with status ``interrupted`` and its record.
     """
     if isinstance(task, str):
         from sharedtask.spec import load_task
@@ -221,8 +226,8 @@ def run(
     )
     prefetch = _prefetch_validator() if validate else None
     try:
-        result = run_container(request, observer)
-    except SharedTaskError:
+        result = run_container(request, observer, stop)
+    except (SharedTaskError, KeyboardInterrupt):
         if created is not None:  # nothing ran: do not leave an empty run directory behind
             for leftover in (created / "output", created):
                 try:
@@ -232,11 +237,15 @@ def run(
         raise
     if prefetch is not None:
         prefetch.join()
-    if validate:
-        validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output,
-                                     run_path.resolve() if stage is not None else None)
-    else:
-        validation = {"status": "skipped"}
+    validation: dict[str, Any] = {"status": "skipped"}
+    if validate and result.status != INTERRUPTED:
+        try:
+            step("validation", stop)
+            validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output,
+                                         run_path.resolve() if stage is not None else None)
+        except KeyboardInterrupt:  # the container is gone: the run is recorded as interrupted
+            validation = {"status": "interrupted", "reason": "stopped before the run file was validated"}
+            result = replace(result, status=INTERRUPTED, message=f"{MESSAGE}, while its output was validated")
     from sharedtask.data.store import provenance
 
     dataset_files = provenance(input_path)
