@@ -117,6 +117,17 @@ def validate_output(output_dir: Path, task: Any, input_dir: Path | None,
 
 
 @cache
+def _host_cpus() -> int | None:
+    """The Docker host's CPU count (the daemon checks --cpus against it, not the client's)."""
+    try:
+        return int(docker_client().info().get("NCPU") or 0) or None
+    except SharedTaskError:
+        raise
+    except Exception:  # noqa: BLE001 - unknown: the daemon's own refusal then stands
+        return None
+
+
+@cache
 def _docker_version() -> str | None:
     try:
         return str(docker_client().version().get("Version"))
@@ -179,6 +190,7 @@ def run(
     )
     policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
                     runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
+    limits.check_docker_accepts(_host_cpus())  # before any folder is made: one line, exit 2
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
