@@ -19,6 +19,8 @@ from typing import Any
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox.cpu import profile as cpu_profile
 from sharedtask.sandbox.interrupts import MESSAGE, step
+from sharedtask.sandbox.options import job_names
+from sharedtask.sandbox.options import resolve as resolve_options
 from sharedtask.sandbox.outputs import REJECTED, check_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
@@ -145,27 +147,19 @@ def run(
     output_dir: Path | str | None = None,
     record_dir: Path | str | None = None,
     runs_dir: Path | str = DEFAULT_RUNS_DIR,
-    timeout: str | float | None = None,
-    memory: str | int | None = None,
-    cpus: float | None = None,
-    pids: int | None = None,
-    max_output: str | int | None = None,
-    disk: str | int | None = None,
-    runtime: str | None = None,
-    network: str | None = None,
-    cpu: str | None = None,
-    user: str | None = "me",
-    read_only_root: bool = False,
-    dataset_id: str | None = None,
     validate: bool = True,
     observer: RunObserver | None = None,
     stop: threading.Event | None = None,
+    **options: Any,
 ) -> SandboxRun:
     """Run ``image`` on a task's dataset in the sandbox and write the run record.
 
     ``task`` is a task id or a loaded :class:`sharedtask.spec.Task`; its
     ``sandbox`` limits are the defaults that the keyword arguments override.
-    ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
+    ``options`` are the sandbox options of :data:`sharedtask.sandbox.options.OPTIONS`
+    (``timeout``, ``memory``, ``cpus``, ``pids``, ``max_output``, ``disk``, ``cpu``,
+    ``runtime``, ``network``, ``user``, ``read_only_root``, ``dataset_id``), declared there once
+    for this call, ``sharedtask run``'s flags and the job schema. ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
     the name of a docker network. ``runtime`` is ``runc`` or ``runsc`` (gVisor);
     ``disk`` bounds what the container writes outside its mounts (its own layer and the
     volumes its image declares). ``user="me"`` runs as the invoking uid:gid so
@@ -185,11 +179,11 @@ def run(
         from sharedtask.spec import load_task
 
         task = load_task(task)
-    limits = Limits.from_spec(task.sandbox).with_overrides(
-        memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output, disk=disk
-    )
-    policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
-                    runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
+    opts = resolve_options(options)
+    limits = Limits.from_spec(task.sandbox).with_overrides(**{name: opts[name] for name in job_names("limit")})
+    policy = Policy(limits=limits, network=opts["network"], user=parse_user(opts["user"]),
+                    read_only_root=opts["read_only_root"], runtime=parse_runtime(opts["runtime"] or task.sandbox.runtime),
+                    cpu=cpu_profile(opts["cpu"]).name)
     limits.check_docker_accepts(_host_cpus())  # before any folder is made: one line, exit 2
 
     if input_dir is None:
@@ -233,7 +227,7 @@ def run(
         policy=policy,
         command=command,
         input_run=run_path,
-        dataset_id=dataset_id or dataset_id_of(input_path),
+        dataset_id=opts["dataset_id"] or dataset_id_of(input_path),
         labels={"sharedtask.task": task.id},
     )
     prefetch = _prefetch_validator() if validate else None
