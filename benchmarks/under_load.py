@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_TESTS = ["tests/test_distributed.py", "tests/test_distributed_demo.py", "tests/test_sandbox_docker.py",
-                 "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py", "tests/test_service_docker.py",
+DEFAULT_TESTS = ["tests/test_interrupts.py", "tests/test_distributed.py", "tests/test_distributed_demo.py",
+                 "tests/test_sandbox_docker.py", "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py",
+                 "tests/test_sandbox_limits.py", "tests/test_service_docker.py", "tests/test_service_broker.py",
                  "tests/test_demo.py"]
 
 

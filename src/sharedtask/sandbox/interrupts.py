@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-#: The steps of a run, in order (docs/sandbox.md, "Interrupts").
+#: The steps of a run, in order (docs/threat-model.md, "Interrupts").
 STEPS = ("image", "output-fs", "create", "layer", "start", "logs", "watch", "validation", "landing")
 #: ``STEP:FOLDER``: at STEP a run writes ``FOLDER/STEP.reached`` and waits for ``FOLDER/STEP.go``
 #: (tests only: they interrupt while the run is held there).
