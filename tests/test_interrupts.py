@@ -36,6 +36,12 @@ RUN_STEPS = [s for s in STEPS if s != "landing"]
 BEFORE_CONTAINER = ("image", "output-fs")
 
 
+def ctrl_c_reaches() -> None:
+    """In the child before exec: SIGINT as a terminal gives it (a shell's background job, as
+    under benchmarks/under_load.py, starts with SIGINT ignored, and Python then keeps it so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def hold_at(step: str, folder: Path) -> dict[str, str]:
     """The environment that holds a run at ``step`` (folder for the barrier's files)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -81,7 +87,7 @@ def test_ctrl_c_of_run_at_each_step(step, docker_client, tiny_image, tmp_path):
         [sys.executable, "-m", "sharedtask", "run", "--task", TASK, "--image", tiny_image,
          "--command", "cp /run.txt $outputDir/run.txt", "--timeout", "600"],
         cwd=tmp_path, env={**os.environ, **hold_at(step, folder), "COLUMNS": "200"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:
         reached(folder, step, proc)
         proc.send_signal(signal.SIGINT)  # Ctrl-C while the run is in this step
@@ -174,7 +180,7 @@ def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(step, docker_clien
     args = [sys.executable, "-m", "sharedtask", "demo", "--task", TASK, "--submissions", str(submissions),
             "--no-baselines", "--parallel", "2", "--out", str(out)]
     proc = subprocess.Popen(args, env={**os.environ, **hold_at(step, folder), "COLUMNS": "200"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:
         reached(folder, step, proc)
         proc.send_signal(signal.SIGINT)

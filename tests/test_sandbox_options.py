@@ -64,7 +64,8 @@ def test_ctrl_c_while_waiting_says_how_to_follow_the_submission_again(tmp_path) 
     url = f"http://127.0.0.1:{_free_port()}"
     proc = subprocess.Popen([sys.executable, "-m", "sharedtask", "status", "--server", url, "--token", "t",
                              "--wait", "7"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "COLUMNS": "200"})
+                            text=True, env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = proc.stderr.readline()  # the first line: the server does not answer, waiting
     assert "waiting for it" in seen, seen
     proc.send_signal(signal.SIGINT)
