@@ -285,25 +285,22 @@ def run_container(request: RunRequest, observer: RunObserver | None = None,
         raise SharedTaskError(f"input directory {request.input_dir} does not exist")
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
-    try:
-        step("image", stop)
-        image = _local_image(client, request.image)
-    except BaseException as exc:
-        _raise_interrupted(exc, stop, None)
-        raise
-    reap_orphans(client)
-    limitfs.reap()  # after the containers: docker unmounts their layers with them
-    _prepare_output(request.output_dir, request.policy.user)
-    request.log_dir.mkdir(parents=True, exist_ok=True)
     limits = request.policy.limits
     bounds: Bounds | None = None
     try:
+        step("image", stop)
+        image = _local_image(client, request.image)
+        reap_orphans(client)
+        limitfs.reap()  # after the containers: docker unmounts their layers with them
+        _prepare_output(request.output_dir, request.policy.user)
+        request.log_dir.mkdir(parents=True, exist_ok=True)
         step("output-fs", stop)
         bounds = Bounds.prepare(limits, declared_volumes(image.attrs),
                                 lambda root: _give_to_container(root, request.policy.user))
     except BaseException as exc:
         _raise_interrupted(exc, stop, bounds)
         raise
+    assert bounds is not None
     recorded = _container_spec(request)  # the record names the run's own folders
     spec = bounds.apply(recorded, request.output_dir)
     watch = _Watch(request, observer, bounds, stop)
