@@ -174,11 +174,13 @@ def submissions(tmp_path, tiny_image) -> Path:
     return path
 
 
-@pytest.mark.parametrize("step", ["output-fs", "layer", "watch", "validation", "landing"])
-def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(step, docker_client, submissions, tmp_path):
+@pytest.mark.parametrize("parallel, step", [(2, "output-fs"), (2, "layer"), (2, "watch"), (2, "validation"),
+                                            (2, "landing"), (1, "watch"), (1, "landing")])
+def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(parallel, step, docker_client, submissions, tmp_path):
+    """With a pool of N and with one run at a time (which runs in the demo's own thread)."""
     folder, out = tmp_path / "barrier", tmp_path / "out"
     args = [sys.executable, "-m", "sharedtask", "demo", "--task", TASK, "--submissions", str(submissions),
-            "--no-baselines", "--parallel", "2", "--out", str(out)]
+            "--no-baselines", "--parallel", str(parallel), "--out", str(out)]
     proc = subprocess.Popen(args, env={**os.environ, **hold_at(step, folder), "COLUMNS": "200"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:

@@ -3,7 +3,9 @@
 With one slot a job runs in the caller's thread when its result is asked for, exactly
 as ``sharedtask demo`` always ran (Ctrl-C reaches the run and stops its container).
 With more, a thread per slot: a sandboxed run mostly waits on its container, so
-threads suffice; on Ctrl-C the containers this process started are killed.
+threads suffice; on Ctrl-C every run gets the pool's stop request and ends as interrupted
+at whichever step it is (sandbox/interrupts.py), and the containers this process started
+are killed so that a step blocked in docker ends sooner.
 """
 
 from __future__ import annotations
