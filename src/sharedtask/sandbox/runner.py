@@ -329,14 +329,14 @@ def run_container(request: RunRequest, observer: RunObserver | None = None,
     ended_at = _now()
     if stopping(stop) and watch.status is not None:  # whatever the stop made of the step under way
         watch.status, watch.message = INTERRUPTED, MESSAGE
-    if watch.status == INTERRUPTED:
-        pass  # an interrupted run's output is what it is: no limit or copy verdict on top
-    elif bounds.copied.error is not None:
-        watch.status, watch.message = FAILED, f"the output could not be copied from its file system: {bounds.copied.error}"
-    elif watch.status is None and not bounds.copied.complete:
-        watch.status = OUTPUT_LIMIT
-        watch.message = (f"output is more than the limit of {format_size(limits.max_output)} "
-                         "(hard links count once per name)")
+    if watch.status != INTERRUPTED:  # an interrupted run's output is what it is: no verdict on top
+        if bounds.copied.error is not None:
+            watch.status = FAILED
+            watch.message = f"the output could not be copied from its file system: {bounds.copied.error}"
+        elif watch.status is None and not bounds.copied.complete:
+            watch.status = OUTPUT_LIMIT
+            watch.message = (f"output is more than the limit of {format_size(limits.max_output)} "
+                             "(hard links count once per name)")
     output = output_usage(request.output_dir, max_bytes=limits.max_output, max_entries=limits.max_output_entries)
     status, message = watch.status, watch.message
     if status is None:
@@ -492,7 +492,7 @@ class _Watch:
             self._loop(container, waiter, t0)
         except KeyboardInterrupt:
             _kill(container)
-            self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
+            self.status, self.message = INTERRUPTED, MESSAGE
         for pump in self.pumps:
             pump.join(timeout=10)
         if self.status is None:  # what it wrote in its last interval (the layer goes with the container)
