@@ -184,7 +184,6 @@ def run(
     policy = Policy(limits=limits, network=opts["network"], user=parse_user(opts["user"]),
                     read_only_root=opts["read_only_root"], runtime=parse_runtime(opts["runtime"] or task.sandbox.runtime),
                     cpu=cpu_profile(opts["cpu"]).name)
-    limits.check_docker_accepts(_host_cpus())  # before any folder is made: one line, exit 2
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
@@ -197,6 +196,7 @@ def run(
         input_path = Path(input_dir)
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    limits.check_docker_accepts(_host_cpus())  # after the usage checks, before any folder is made
     if policy.runtime == "runc":  # after the usage checks: their messages come before Docker's
         from sharedtask.sandbox.seccomp import profile as seccomp_profile
 
