@@ -174,8 +174,7 @@ def submissions(tmp_path, tiny_image) -> Path:
     return path
 
 
-@pytest.mark.parametrize("parallel, step", [(2, "output-fs"), (2, "layer"), (2, "watch"), (2, "validation"),
-                                            (2, "landing"), (1, "watch"), (1, "landing")])
+@pytest.mark.parametrize("parallel, step", [*((2, step) for step in STEPS), (1, "watch"), (1, "landing")])
 def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(parallel, step, docker_client, submissions, tmp_path):
     """With a pool of N and with one run at a time (which runs in the demo's own thread)."""
     folder, out = tmp_path / "barrier", tmp_path / "out"
@@ -210,7 +209,7 @@ def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(parallel, step, do
 # ----------------------------------------------------------------------------- a compute worker's SIGTERM
 
 
-@pytest.mark.parametrize("step", ["image", "layer", "watch", "validation", "landing"])
+@pytest.mark.parametrize("step", STEPS)
 def test_sigterm_of_a_worker_at_each_step_gives_the_job_back(step, docker_client, broker, workers, tiny_image,
                                                              tmp_path):
     from sharedtask.executor.remote import CeleryExecutor
