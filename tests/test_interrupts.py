@@ -23,6 +23,7 @@ import yaml
 
 from distributed_helpers import (REFERENCE, TASK, broker, job_for, redis_binary,  # noqa: F401 - fixtures
                                  tiny_image, wait_for, workers)
+from service_helpers import images  # noqa: F401 - fixture
 from sharedtask.sandbox import limitfs
 from sharedtask.sandbox.bounds import wait_released
 from sharedtask.sandbox.interrupts import BARRIER_ENV, STEPS
@@ -231,3 +232,37 @@ def test_sigterm_of_a_worker_at_each_step_gives_the_job_back(step, docker_client
     result = handle.result(timeout=240)
     assert (result.state, result.status, result.worker) == ("done", "success", "wnext"), result.message
     assert (tmp_path / "out" / "output" / "run.txt").read_bytes() == REFERENCE.read_bytes()
+
+
+# ----------------------------------------------------------------------------- submit --wait
+
+
+def test_ctrl_c_of_submit_wait_says_how_to_follow_the_submission(docker_client, images, tmp_path):
+    """The submission is the server's: Ctrl-C stops only the waiting, and says how to wait again."""
+    from service_helpers import free_port, perfect_run, start_server, stop
+
+    image = images("wait", perfect_run(), script="sleep 600")
+    data_dir = tmp_path / "service"
+    data_dir.mkdir()
+    server = start_server(data_dir, f"sqlite:///{data_dir / 's.db'}", free_port())
+    try:
+        token = server.token("team-a")
+        proc = subprocess.Popen([sys.executable, "-m", "sharedtask", "submit", "--server", server.url, "--token",
+                                 token, "--task", TASK, "--image", image, "--wait"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "COLUMNS": "200"}, preexec_fn=ctrl_c_reaches)
+        seen: list[str] = []
+        while not any(line.startswith("#") for line in seen):  # "#1: queued" or "#1: running": it waits now
+            line = proc.stderr.readline()
+            assert line, (seen, proc.communicate())
+            seen.append(line)
+        number = next(line for line in seen if line.startswith("#")).split(":")[0][1:]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        stop(server)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    said = [line for line in err.splitlines() if "interrupted" in line]
+    assert said == [f"interrupted: submission #{number} goes on on the server; follow it with "
+                    f"`sharedtask status --server {server.url} --wait {number}`"], err
