@@ -81,12 +81,12 @@ def no_leftovers(docker_client, pid: int) -> None:
 # ----------------------------------------------------------------------------- sharedtask run
 
 
-@pytest.mark.parametrize("step", RUN_STEPS)
-def test_ctrl_c_of_run_at_each_step(step, docker_client, tiny_image, tmp_path):
+def ctrl_c_of_run(step: str, tmp_path: Path, image: str, *extra: str) -> tuple[subprocess.Popen, str, str]:
+    """`sharedtask run` held at ``step``, sent Ctrl-C there, then let go: (process, stdout, stderr)."""
     folder = tmp_path / "barrier"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sharedtask", "run", "--task", TASK, "--image", tiny_image,
-         "--command", "cp /run.txt $outputDir/run.txt", "--timeout", "600"],
+        [sys.executable, "-m", "sharedtask", "run", "--task", TASK, "--image", image,
+         "--command", "cp /run.txt $outputDir/run.txt", "--timeout", "600", *extra],
         cwd=tmp_path, env={**os.environ, **hold_at(step, folder), "COLUMNS": "200"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:
@@ -97,6 +97,12 @@ def test_ctrl_c_of_run_at_each_step(step, docker_client, tiny_image, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc, out, err
+
+
+@pytest.mark.parametrize("step", RUN_STEPS)
+def test_ctrl_c_of_run_at_each_step(step, docker_client, tiny_image, tmp_path):
+    proc, out, err = ctrl_c_of_run(step, tmp_path, tiny_image)
     assert proc.returncode == 130, (out, err)
     said = [line for line in (out + err).splitlines() if "interrupted:" in line]  # the status, said once
     assert len(said) == 1, (out, err)
@@ -111,6 +117,14 @@ def test_ctrl_c_of_run_at_each_step(step, docker_client, tiny_image, tmp_path):
         assert len(runs) == 1
         record = json.loads((runs[0] / "run-record.json").read_text())
         assert record["status"] == "interrupted", record["message"]
+
+
+def test_ctrl_c_of_run_before_its_container_leaves_no_folder_it_made(docker_client, tiny_image, tmp_path):
+    given = tmp_path / "given" / "output"
+    proc, out, err = ctrl_c_of_run("output-fs", tmp_path, tiny_image, "--output", str(given))
+    assert proc.returncode == 130, (out, err)
+    assert not (tmp_path / "given").exists()  # --output's folder and its parent were made for the run
+    no_leftovers(docker_client, proc.pid)
 
 
 # ----------------------------------------------------------------------------- the local pool

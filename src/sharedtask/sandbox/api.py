@@ -211,6 +211,9 @@ def run(
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
+    # the folders this call makes, deepest first: removed again (when empty) if nothing ran
+    made = [created / "output", created] if created is not None else \
+        [folder for folder in dict.fromkeys((out_path, rec_dir)) if not folder.exists()]
     stage = None
     if run_path is not None and task.rerank is not None:
         from sharedtask.rerank import stage_for
@@ -233,13 +236,12 @@ def run(
     prefetch = _prefetch_validator() if validate else None
     try:
         result = run_container(request, observer, stop)
-    except (SharedTaskError, KeyboardInterrupt):
-        if created is not None:  # nothing ran: do not leave an empty run directory behind
-            for leftover in (created / "output", created):
-                try:
-                    leftover.rmdir()
-                except OSError:
-                    pass
+    except (SharedTaskError, KeyboardInterrupt):  # nothing ran: no empty folder is left behind
+        for leftover in made:
+            try:
+                leftover.rmdir()
+            except OSError:
+                pass
         raise
     if prefetch is not None:
         prefetch.join()
