@@ -21,6 +21,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,8 +29,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_TESTS = ["tests/test_distributed.py", "tests/test_distributed_demo.py", "tests/test_sandbox_docker.py",
-                 "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py", "tests/service/test_docker.py",
+DEFAULT_TESTS = ["tests/test_interrupts.py", "tests/test_distributed.py", "tests/test_distributed_demo.py",
+                 "tests/test_sandbox_docker.py", "tests/test_sandbox_hostile.py", "tests/test_sandbox_signals.py",
+                 "tests/test_sandbox_limits.py", "tests/service/test_docker.py", "tests/service/test_broker.py",
                  "tests/test_demo.py"]
 
 
@@ -69,6 +71,10 @@ def main() -> int:
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: pytest's arguments")
     args = parser.parse_args()
     tests = [a for a in args.pytest_args if a != "--"] or DEFAULT_TESTS
+    # Ctrl-C reaches the tests as from a terminal: started as a shell's background job, this
+    # process would have SIGINT ignored, and its children would keep it so (a caught signal is
+    # reset to the default at exec, an ignored one is not); the interrupt tests send Ctrl-C.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     env = host_environment(args.cpu_profile)
     burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.burners)]
     for b in burners:

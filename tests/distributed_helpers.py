@@ -140,7 +140,8 @@ class Worker:
     """A `sharedtask worker` subprocess."""
 
     def __init__(self, broker: str, name: str, folder: Path, *, concurrency: int = 1,
-                 visibility: float = 4.0, data_root: Path | None = None, work_dir: Path | None = None) -> None:
+                 visibility: float = 4.0, data_root: Path | None = None, work_dir: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
         self.log_path = folder / f"{name}.log"
         self.work_dir = work_dir or folder / f"{name}-work"
@@ -150,7 +151,7 @@ class Worker:
         if data_root is not None:
             args += ["--data-root", str(data_root)]
         self.proc = subprocess.Popen(args, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
-                                     cwd=str(folder))
+                                     cwd=str(folder), env={**os.environ, **(env or {})})
         wait_for(lambda: self.proc.poll() is not None or f"@{name} ready" in self.log(), 60)
         assert self.proc.poll() is None, f"worker {name} did not start:\n{self.log()}"
 

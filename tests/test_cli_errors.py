@@ -323,6 +323,31 @@ def test_image_not_found(docker_client, tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("option, value, needle", [
+    ("--memory", "1k", "below Docker's minimum of 6 MiB"),
+    ("--memory", f"{6 * 1024**2 - 1}", "below Docker's minimum of 6 MiB"),
+    ("--cpus", "0.001", "below Docker's minimum of 0.01"),
+    ("--cpus", str((os.cpu_count() or 1) + 62), f"more than the {os.cpu_count()} CPU(s) of the Docker host"),
+])
+def test_limits_docker_refuses_are_one_line_before_anything_is_made(option, value, needle, docker_client,
+                                                                     base_image, tmp_path: Path) -> None:
+    proc = cli("run", "--task", TASK, "--image", base_image, "--command", "true", option, value, cwd=tmp_path)
+    assert_one_line_error(proc, option, needle)
+    assert not (tmp_path / "sharedtask-runs").exists()  # no empty run folder
+
+
+@pytest.mark.docker
+def test_dockers_own_memory_minimum_is_the_one_refused(docker_client, base_image) -> None:
+    """The bound above is Docker's: the daemon refuses a byte less than 6 MiB and takes 6 MiB."""
+    import docker
+
+    with pytest.raises(docker.errors.APIError, match="(?i)minimum memory"):
+        docker_client.containers.create(base_image, "true", mem_limit=6 * 1024**2 - 1)
+    container = docker_client.containers.create(base_image, "true", mem_limit=6 * 1024**2)
+    container.remove(force=True)
+
+
+@pytest.mark.docker
 @pytest.mark.parametrize("image", ["Bad Image", "x:y:z", ""])
 def test_invalid_image_reference(image: str, docker_client, tmp_path: Path) -> None:
     """Malformed references were a docker APIError traceback; nothing may be left behind either."""

@@ -165,8 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SharedTaskError as exc:
         err_console.print(f"[bold red]error:[/] {markup_safe(str(exc), None, keep_newlines=True)}", soft_wrap=True)
         return 2
-    except KeyboardInterrupt:
-        err_console.print("[bold red]interrupted[/]")
+    except KeyboardInterrupt as exc:
+        from sharedtask.sandbox.interrupts import Interrupted
+
+        said = f": {markup_safe(str(exc), None)}" if isinstance(exc, Interrupted) and str(exc) else ""
+        err_console.print(f"[bold red]interrupted[/]{said}", soft_wrap=True)
         return 130
     except BrokenPipeError:
         return 0

@@ -138,6 +138,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.kubernetes:
             return _render_kubernetes(args, tasks, manifest, out, build_errors)
         runs = progress.add_task("sandboxed runs", total=total)
+        finished: set[tuple[str, str]] = set()
 
         def on_state(run, state: str, worker: str | None) -> None:
             where = f" on {markup_safe(worker)}" if worker else ""
@@ -145,6 +146,7 @@ def _run(args: argparse.Namespace) -> int:
             progress.console.print(f"  {markup_safe(run.task.id)}/{markup_safe(run.software.name)}: "
                                    f"[{colour}]{state}[/]{where}")
             if state in ("done", "failed", "refused"):
+                finished.add((run.task.id, run.software.name))
                 progress.advance(runs)
 
         def on_task(outcome) -> None:
@@ -162,9 +164,12 @@ def _run(args: argparse.Namespace) -> int:
             run_tasks(tasks, manifest, out, say, dataset_name=args.dataset, build_errors=build_errors,
                       executor=executor, on_state=on_state, resume=args.resume or bool(args.broker),
                       image_source=image_source, on_task=on_task, stage_source=stage_source)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # every run stops (a pool's too); what finished stays for --resume
             executor.close(interrupted=True)
-            raise
+            progress.update(status, description="interrupted", total=1, completed=0)
+            progress.stop()
+            console.print(_resume_line(len(finished), total, out, bool(args.broker)), soft_wrap=True)
+            return 130
         executor.close()
         progress.update(status, description="done", total=1, completed=1)
 
@@ -208,6 +213,16 @@ def _digest(ids: list[str]) -> str:
     import hashlib
 
     return hashlib.sha256(" ".join(sorted(ids)).encode()).hexdigest()[:8]
+
+
+def _resume_line(finished: int, total: int, out: Path, broker: bool) -> str:
+    """One line after Ctrl-C: what was kept, and how to go on."""
+    rest = total - finished
+    kept = f"{finished} of {total} run(s) finished and are kept in {markup_safe(str(out))}"
+    if broker:
+        return (f"[bold red]interrupted[/]: {kept}; the {rest} sent to workers go on there, and the same "
+                "command collects them (--resume is always on with --broker)")
+    return f"[bold red]interrupted[/]: {kept}; the same command with --resume runs the other {rest}"
 
 
 def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress: Progress, say) -> int:

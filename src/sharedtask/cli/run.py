@@ -11,6 +11,8 @@ import argparse
 import json
 
 from sharedtask.cli import LazyConsole
+from sharedtask.sandbox.options import add_arguments as add_sandbox_options
+from sharedtask.sandbox.options import from_args as sandbox_options
 
 # The sandbox (docker SDK) and rich are imported where used: --help needs neither.
 console = LazyConsole(highlight=False)
@@ -41,37 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", metavar="DIR",
                         help="output directory, must be empty (default: sharedtask-runs/<task>/<image>-<time>/output)")
     parser.add_argument("--record-dir", metavar="DIR", help="where the record and logs go (default: parent of --output)")
-    parser.add_argument("--timeout", metavar="S", help="wall-clock limit: seconds or 90s/15m/2h (default: task spec)")
-    parser.add_argument("--memory", metavar="M", help="memory limit, no swap: e.g. 2g, 512m (default: task spec)")
-    parser.add_argument("--cpus", type=float, metavar="N", help="CPU cores, may be fractional (default: task spec)")
-    parser.add_argument("--pids", type=int, metavar="N", help="process/thread limit (default: task spec)")
-    parser.add_argument("--max-output", metavar="SIZE", help="output size limit, e.g. 1g (default: task spec)")
-    parser.add_argument("--disk", metavar="SIZE",
-                        help="limit on what the container writes to its own file system, outside $outputDir "
-                             "and /tmp, e.g. 10g (default: task spec)")
-    parser.add_argument("--cpu-profile", metavar="NAME",
-                        help="hide newer vector units from numpy, OpenBLAS and the JVM in the container: native, "
-                             "haswell (no AVX-512) or nehalem (no AVX); default $SHAREDTASK_CPU_PROFILE or native")
-    parser.add_argument("--runtime", choices=("runc", "runsc"),
-                        help="OCI runtime: runc (docker's default) or runsc (gVisor; see docs/threat-model.md) "
-                             "(default: task spec)")
-    net = parser.add_mutually_exclusive_group()
-    net.add_argument("--allow-network", action="store_true",
-                     help="join docker's default bridge network (TIRA runs have no network)")
-    net.add_argument("--network", metavar="NAME", help="join this docker network (implies network access)")
-    parser.add_argument("--user", default="me", metavar="UID[:GID]",
-                        help="container user: 'me' (default, your uid:gid, so output files are yours), "
-                             "'image' (the image's USER, like TIRA: files usually end up root-owned), or UID[:GID]")
-    parser.add_argument("--read-only-root", action="store_true",
-                        help="also make the image's root file system read-only (stricter than TIRA)")
-    parser.add_argument("--dataset-id", help="value of TIRA_DATASET_ID (default: the dataset folder's name)")
+    add_sandbox_options(parser)  # declared once, in sharedtask.sandbox.options
     parser.add_argument("--no-validate", action="store_true", help="skip validating the run file")
     parser.add_argument("--json", action="store_true", help="print the run record as JSON, no live display")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    network = args.network or ("bridge" if args.allow_network else None)
     if args.input_run is not None:
         from sharedtask.errors import SharedTaskError
         from sharedtask.spec import load_task
@@ -86,29 +64,9 @@ def _run(args: argparse.Namespace) -> int:
 
         args.input, _, dataset_id = dataset_folders(args.task, args.dataset)
         args.dataset_id = args.dataset_id or dataset_id
-    return run_and_report(
-        args.task,
-        args.image,
-        command=args.command,
-        input_dir=args.input,
-        input_run=args.input_run,
-        output_dir=args.output,
-        record_dir=args.record_dir,
-        timeout=args.timeout,
-        memory=args.memory,
-        cpus=args.cpus,
-        pids=args.pids,
-        max_output=args.max_output,
-        disk=args.disk,
-        runtime=args.runtime,
-        cpu=args.cpu_profile,
-        network=network,
-        user=args.user,
-        read_only_root=args.read_only_root,
-        dataset_id=args.dataset_id,
-        validate=not args.no_validate,
-        json_output=args.json,
-    )
+    return run_and_report(args.task, args.image, command=args.command, input_dir=args.input,
+                          input_run=args.input_run, output_dir=args.output, record_dir=args.record_dir,
+                          validate=not args.no_validate, json_output=args.json, **sandbox_options(args))
 
 
 def run_and_report(task, image: str, *, json_output: bool = False, **options) -> int:

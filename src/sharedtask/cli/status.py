@@ -28,12 +28,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sharedtask.cli.submit import _print_result, _wait, console
+    from sharedtask.cli.submit import _print_result, _wait, console, err_console, resume_line
     from sharedtask.untrusted import markup_safe
 
     server = options.server(args)
-    sub = (_wait(server, args.id, quiet=args.json) if args.wait
-           else server.request("GET", f"/api/submissions/{args.id}"))
+    try:
+        sub = (_wait(server, args.id, quiet=args.json) if args.wait
+               else server.request("GET", f"/api/submissions/{args.id}"))
+    except KeyboardInterrupt:
+        err_console.print(resume_line(server.url, args.id), soft_wrap=True)
+        return 130
     if args.json:
         print(json.dumps(sub, indent=2, default=str))
     else:

@@ -104,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"submission #{sub['id']} ({markup_safe(sub['tag'])}) for {markup_safe(sub['task'])}: "
                       f"{sub['status']}; your page: {markup_safe(server.url)}/team")
     if args.wait:
-        sub = _wait(server, int(sub["id"]), quiet=args.json)
+        try:
+            sub = _wait(server, int(sub["id"]), quiet=args.json)
+        except KeyboardInterrupt:  # the submission is the server's now: only the waiting stops
+            err_console.print(resume_line(server.url, int(sub["id"])), soft_wrap=True)
+            return 130
     if args.json:
         print(json.dumps(sub, indent=2, default=str))
     elif args.wait:
@@ -112,6 +116,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     return 0 if sub["status"] == "done" and sub.get("valid") is not False else 1
+
+
+def resume_line(url: str, submission_id: int) -> str:
+    """What Ctrl-C while waiting says: the run goes on on the server, and how to follow it again."""
+    return (f"[bold red]interrupted[/]: submission #{submission_id} goes on on the server; follow it with "
+            f"`sharedtask status --server {markup_safe(url)} --wait {submission_id}`")
 
 
 def _wait(server: Any, submission_id: int, *, quiet: bool) -> Any:

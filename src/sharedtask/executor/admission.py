@@ -17,18 +17,20 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import DatasetRef, Job
+from sharedtask.sandbox.options import job_names
 
 #: The keys a job may carry, and the keys of its dataset.
 JOB_KEYS = frozenset({"task", "software", "image", "image_id", "command", "dataset", "image_source", "options", "id",
                       "stage", "stage_source"})
 STAGE_KEYS = frozenset({"software", "job", "sha256"})
 DATASET_KEYS = frozenset({"id", "sha256"})
-#: Options a job may set: limits it may only lower, and harmless choices.
-LIMIT_OPTIONS = ("timeout", "memory", "cpus", "pids", "max_output", "disk")
-CHOICE_OPTIONS = ("dataset_id", "cpu", "read_only_root", "runtime")
+#: Options a job may set: limits it may only lower, and harmless choices (sandbox/options.py).
+LIMIT_OPTIONS = job_names("limit")
+CHOICE_OPTIONS = job_names("choice")
 #: Options a job must never carry: the worker derives them from its own policy.
-FORBIDDEN_OPTIONS = ("user", "network", "input_run", "input_dir", "output_dir", "record_dir", "runs_dir",
-                     "validate", "observer", "privileged", "volumes", "mounts", "cap_add", "security_opt", "devices")
+FORBIDDEN_OPTIONS = (*job_names("never"), "input_run", "input_dir", "output_dir", "record_dir", "runs_dir",
+                     "validate", "observer", "stop", "privileged", "volumes", "mounts", "cap_add", "security_opt",
+                     "devices")
 
 MAX_COMMAND = 64 * 1024  # characters of a job's command
 MAX_FILES = 1_000_000  # files in a dataset's sha256 map

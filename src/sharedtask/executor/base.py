@@ -9,13 +9,16 @@ through :func:`execute_in`, i.e. :func:`sharedtask.sandbox.run`: one run logic.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import DONE, FAILED, REFUSED, Job
-from sharedtask.sandbox.outputs import REJECTED
+from sharedtask.sandbox.interrupts import MESSAGE, Interrupted, step, stopping
+from sharedtask.sandbox.outputs import REJECTED, remove_tree
+from sharedtask.sandbox.runner import INTERRUPTED
 
 RESULT_FILE = "job-result.json"
 
@@ -177,23 +180,28 @@ def write_result(run_dir: Path, result: JobResult) -> str:
 
 
 def landed(run_dir: Path, job: Job) -> JobResult | None:
-    """The result already in ``run_dir`` for this very job (a coordinator restarted), else None."""
+    """The result already in ``run_dir`` for this very job (a coordinator restarted), else None.
+
+    An interrupted run is no result: ``--resume`` runs it again."""
     try:
         raw = json.loads((run_dir / RESULT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if raw.get("job_id") != job.id:
+    if raw.get("job_id") != job.id or raw.get("status") == INTERRUPTED:
         return None
     return JobResult.from_json(raw).relocated(run_dir)
 
 
 def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: str,
-               observer: Any | None = None, input_run: Path | None = None) -> JobResult:
+               observer: Any | None = None, input_run: Path | None = None,
+               stop: threading.Event | None = None) -> JobResult:
     """Run the job in the sandbox into ``run_dir`` (created, must not hold a run) and say how it ended.
 
     The one place every backend runs a job: :func:`sharedtask.sandbox.run` with the
     task's limits and the job's overrides, the same call as ``sharedtask run``. Only the
     options of the closed job schema pass (:func:`~sharedtask.executor.admission.sandbox_options`).
+    ``stop`` interrupts the run from another thread (a pool's close, a worker's shutdown): it then
+    ends as :func:`interrupted_result`, at whichever step it was, and its run folder is removed.
     """
     from sharedtask.executor.admission import sandbox_options
     from sharedtask.sandbox import run as sandbox_run
@@ -202,14 +210,24 @@ def execute_in(job: Job, input_dir: Path, run_dir: Path, image: str, *, worker: 
     if job.stage is not None:  # a re-ranker: the coordinator's own stage folder, checked against the job
         options["input_run"] = _stage_folder(job, input_run)
     run_dir.mkdir(parents=True, exist_ok=True)
-    outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
-                          output_dir=run_dir / "output", record_dir=run_dir, observer=observer, **options)
-    state = DONE if outcome.result.ok else FAILED
-    record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
-    outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    result = JobResult(job.id, state, outcome.result.status, outcome.result.message, worker,
-                       dict(outcome.validation), record, run_dir)
-    (run_dir / RESULT_FILE).write_text(write_result(run_dir, result), encoding="utf-8")
+    try:
+        outcome = sandbox_run(job.task, image, command=job.command, input_dir=input_dir,
+                              output_dir=run_dir / "output", record_dir=run_dir, observer=observer, stop=stop,
+                              **options)
+        if outcome.result.status == INTERRUPTED:
+            raise Interrupted(outcome.result.message)
+        step("landing", stop)
+        state = DONE if outcome.result.ok else FAILED
+        record = {**outcome.record, "executor": {"job_id": job.id, "worker": worker}}  # where it ran, for the report
+        outcome.record_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        result = JobResult(job.id, state, outcome.result.status, outcome.result.message, worker,
+                           dict(outcome.validation), record, run_dir)
+        (run_dir / RESULT_FILE).write_text(write_result(run_dir, result), encoding="utf-8")
+        if stopping(stop):  # the stop came while the result was written: it is not kept either
+            raise Interrupted(MESSAGE)
+    except KeyboardInterrupt as exc:  # at any step, in this thread or by ``stop``
+        remove_tree(run_dir)  # nothing of an interrupted job is kept: --resume runs it again
+        return interrupted_result(job, worker, str(exc) if isinstance(exc, Interrupted) else MESSAGE)
     return result
 
 
@@ -227,6 +245,11 @@ def _stage_folder(job: Job, input_run: Path | None) -> Path:
         raise SharedTaskError(f"job {job.id}: {candidates} is not the first stage's input the job names",
                               hint="the first stage changed: plan the re-ranker again")
     return input_run
+
+
+def interrupted_result(job: Job, worker: str, message: str = MESSAGE) -> JobResult:
+    """A job stopped by an interrupt (Ctrl-C, a pool's close, a worker's shutdown): not the run's fault."""
+    return JobResult(job.id, FAILED, INTERRUPTED, message, worker)
 
 
 def refused(job: Job, worker: str, reason: str) -> JobResult:

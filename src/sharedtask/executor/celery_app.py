@@ -94,6 +94,9 @@ class WorkerConfig:
 
 _config: WorkerConfig | None = None
 _delivery_tags: dict[str, str] = {}  # task id -> kombu delivery tag (redis: the unacked entry)
+#: set when the worker shuts down (SIGTERM, SIGINT): its runs end as interrupted at whichever
+#: step they are, remove what they made, and their jobs go back to the queue for another worker
+_stopping = threading.Event()
 
 
 def _redis(url: str) -> Any:
@@ -181,7 +184,7 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
     from sharedtask.executor import datasets
     from sharedtask.images import shipping as images
     from sharedtask.executor.admission import JobRefused, admit, safe_job_id
-    from sharedtask.executor.base import JobResult, execute_in, portable, refused
+    from sharedtask.executor.base import INTERRUPTED, JobResult, execute_in, portable, refused
     from sharedtask.executor.events import emit
     from sharedtask.executor.job import FAILED, REFUSED
     from sharedtask.executor.scratch import new_scratch
@@ -231,6 +234,8 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
             stage = (fetch_stage(job, config.work_dir / STAGE_CACHE, config.origin)
                      if job.stage is not None else None)
         except SharedTaskError as exc:
+            if _stopping.is_set():  # an image load or a stage fetch cut short by the shutdown
+                _give_back(config, job.id, task_id)
             emit("job-refused", worker=config.name, job=job.id, reason=str(exc))
             return refused(job, config.name, f"worker {config.name} refused the job: {exc}").to_json()
         run_dir = work / "run"
@@ -238,9 +243,14 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
              **({"fence": claim.token} if claim is not None else {}))
         ran = True
         try:
-            result = execute_in(job, input_dir, run_dir, image, worker=config.name, input_run=stage)
+            result = execute_in(job, input_dir, run_dir, image, worker=config.name, input_run=stage,
+                                stop=_stopping)
         except SharedTaskError as exc:
             result = JobResult(job.id, FAILED, "error", str(exc), config.name, run_dir=run_dir)
+        if _stopping.is_set() and result.status in (INTERRUPTED, "error"):  # the shutdown's doing
+            if claim is not None:
+                claim.release()  # the job goes back on the queue: the next worker may take it at once
+            _give_back(config, job.id, task_id)
         if claim is not None and not claim.finish():
             # this worker stalled past its lease and another took the job: its result stands, not ours
             emit("job-fenced", worker=config.name, job=job.id, fence=claim.token)
@@ -265,6 +275,22 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
         remove_tree(work)
 
 
+def _give_back(config: WorkerConfig, job_id: str, task_id: str) -> None:
+    """Put a job this worker was stopped in back on the queue (Celery's ``Reject(requeue=True)``
+    with late acknowledgement); this delivery does not count against :data:`MAX_DELIVERIES`."""
+    from celery.exceptions import Reject
+
+    from sharedtask.executor.events import emit
+
+    if is_redis(config.broker):
+        try:
+            _redis(config.broker).decr(f"{KEY_PREFIX}deliveries:{task_id}")  # as _deliveries counts them
+        except Exception:  # noqa: BLE001 - counted once more: the job still runs up to its bound
+            pass
+    emit("job-requeued", worker=config.name, job=job_id, reason="the worker is shutting down")
+    raise Reject("the worker is shutting down", requeue=True)
+
+
 def start_worker(config: WorkerConfig, *, queue: str, concurrency: int, loglevel: str = "WARNING") -> None:
     """Run a Celery worker in this process until it is stopped (SIGTERM: warm shutdown)."""
     from celery import signals
@@ -277,6 +303,10 @@ def start_worker(config: WorkerConfig, *, queue: str, concurrency: int, loglevel
     @app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
     def _task(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
         return run_job(payload, self.request.id)
+
+    @signals.worker_shutting_down.connect(weak=False)
+    def _stop(**_: Any) -> None:  # in the signal handler of the main thread: set a flag, nothing more
+        _stopping.set()
 
     @signals.task_received.connect(weak=False)
     def _remember(request: Any = None, **_: Any) -> None:

@@ -40,7 +40,8 @@ class Job:
     #: Where a worker gets the image when it lacks it: ``archive:<path or http(s) URL>`` of a
     #: ``docker save`` file, or ``registry:<name>@sha256:<digest>``; None: it must be there.
     image_source: str | None = None
-    #: Keyword overrides of :func:`sharedtask.sandbox.run` (timeout, memory, cpus, disk, ...).
+    #: Sandbox options (:data:`sharedtask.sandbox.options.OPTIONS`: a job may lower the limits and
+    #: set the choices; executor/admission.py checks them), keywords of :func:`sharedtask.sandbox.run`.
     options: dict[str, Any] = field(default_factory=dict)
     #: A re-ranker's input (docs/pipelines.md): ``{"software", "job", "sha256"}`` of the first
     #: stage and its ``rerank.jsonl.gz``; part of the id, so a changed first stage is a new job.

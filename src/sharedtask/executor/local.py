@@ -3,7 +3,9 @@
 With one slot a job runs in the caller's thread when its result is asked for, exactly
 as ``sharedtask demo`` always ran (Ctrl-C reaches the run and stops its container).
 With more, a thread per slot: a sandboxed run mostly waits on its container, so
-threads suffice; on Ctrl-C the containers this process started are killed.
+threads suffice; on Ctrl-C every run gets the pool's stop request and ends as interrupted
+at whichever step it is (sandbox/interrupts.py), and the containers this process started
+are killed so that a step blocked in docker ends sooner.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.executor.base import JobResult, execute_in, landed
+from sharedtask.executor.base import INTERRUPTED, JobResult, execute_in, interrupted_result, landed
 from sharedtask.executor.job import FAILED, QUEUED, RUNNING, Job
 from sharedtask.sandbox.outputs import remove_tree
 
@@ -45,7 +47,14 @@ class LocalHandle:
 
     def result(self, timeout: float | None = None) -> JobResult:
         if self._result is None:
-            self._result = self._future.result(timeout) if self._future is not None else self._run()
+            if self._future is not None and self._future.cancelled():  # dropped by an interrupt, never ran
+                self._result = interrupted_result(self.job, self.worker)
+            elif self._future is not None:
+                self._result = self._future.result(timeout)
+            else:
+                self._result = self._run()
+                if self._result.status == INTERRUPTED:  # Ctrl-C reached the run in this thread: stop all
+                    raise KeyboardInterrupt
         return self._result
 
 
@@ -61,6 +70,8 @@ class LocalExecutor:
         self.worker = f"{socket.gethostname()} (local)"
         self._pool = ThreadPoolExecutor(parallel, thread_name_prefix="sharedtask-job") if parallel > 1 else None
         self._futures: list[Future[JobResult]] = []
+        #: set on an interrupt: every run of the pool ends as interrupted, at whichever step it is
+        self.stop = threading.Event()
 
     def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
                observer: Any | None = None, resume: bool = False, input_run: Path | None = None) -> LocalHandle:
@@ -71,12 +82,17 @@ class LocalExecutor:
         def run() -> JobResult:
             if previous is not None:
                 return previous
+            if self.stop.is_set():
+                return interrupted_result(job, self.worker)
             handle._running.set()
             remove_tree(run_dir)  # a previous run's output: any depth, links not followed
             try:
                 return execute_in(job, input_dir, run_dir, job.image, worker=self.worker, observer=observer,
-                                  input_run=input_run)
+                                  input_run=input_run, stop=self.stop)
             except SharedTaskError as exc:
+                if self.stop.is_set():  # the interrupt made the step fail: not the run's fault
+                    remove_tree(run_dir)
+                    return interrupted_result(job, self.worker)
                 return JobResult(job.id, FAILED, "error", str(exc), self.worker, run_dir=run_dir)
 
         handle = LocalHandle(job, run_dir, run, self.worker)
@@ -87,13 +103,22 @@ class LocalExecutor:
             self._futures.append(handle._future)
         return handle
 
+    def interrupt(self) -> None:
+        """Ask every run of the pool to stop (each ends as interrupted at the step it is in, and
+        removes what it made), drop the queued ones, and kill the containers that run now."""
+        self.stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            kill_own_containers()
+
     def close(self, interrupted: bool = False) -> None:
-        """Stop the pool; on an interrupt kill the containers this process started until every run
-        has ended (a run that was still creating its container when Ctrl-C came is caught next round)."""
+        """Stop the pool; on an interrupt, :meth:`interrupt` and wait until every run has ended
+        (each run notices the stop within a sampling interval; the kills only make it sooner)."""
+        if interrupted:
+            self.interrupt()
         if self._pool is None:
             return
         if interrupted:
-            self._pool.shutdown(wait=False, cancel_futures=True)
             while any(not f.done() for f in self._futures):
                 kill_own_containers()
                 time.sleep(0.2)

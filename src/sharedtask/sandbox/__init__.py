@@ -3,11 +3,26 @@
 - :func:`run` (``api``): task defaults → container → validation → run record;
 - :mod:`.runner`: the container execution itself (mounts, limits, watching, cleanup);
 - :mod:`.policy`: limits and isolation options; :mod:`.record`: run-record.json
-  and ir-metadata.yml; :mod:`.live`: the live panel and summaries in the terminal.
+  and ir-metadata.yml; :mod:`.live`: the live panel and summaries in the terminal;
+- :mod:`.options`: the sandbox options, declared once for ``run``, the CLI and the job schema;
+- :mod:`.interrupts`: one answer to an interrupt at every step of a run.
+
+The names below are loaded when first used (PEP 562): a light submodule (``options``,
+``interrupts``) is imported by the CLI's parser without the runner and its dependencies.
 """
 
-from sharedtask.sandbox.api import SandboxRun, run
-from sharedtask.sandbox.policy import Limits, Policy
-from sharedtask.sandbox.runner import RunRequest, RunResult, run_container
+from __future__ import annotations
 
-__all__ = ["Limits", "Policy", "RunRequest", "RunResult", "SandboxRun", "run", "run_container"]
+import importlib
+from typing import Any
+
+_EXPORTS = {"SandboxRun": "api", "run": "api", "Limits": "policy", "Policy": "policy",
+            "RunRequest": "runner", "RunResult": "runner", "run_container": "runner"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sharedtask.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sharedtask.sandbox.{module}"), name)

@@ -18,10 +18,13 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox.cpu import profile as cpu_profile
+from sharedtask.sandbox.interrupts import MESSAGE, step
+from sharedtask.sandbox.options import job_names
+from sharedtask.sandbox.options import resolve as resolve_options
 from sharedtask.sandbox.outputs import REJECTED, check_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
-from sharedtask.sandbox.runner import RunObserver, RunRequest, RunResult, docker_client, run_container
+from sharedtask.sandbox.runner import INTERRUPTED, RunObserver, RunRequest, RunResult, docker_client, run_container
 
 DEFAULT_RUNS_DIR = Path("sharedtask-runs")
 
@@ -116,6 +119,17 @@ def validate_output(output_dir: Path, task: Any, input_dir: Path | None,
 
 
 @cache
+def _host_cpus() -> int | None:
+    """The Docker host's CPU count (the daemon checks --cpus against it, not the client's)."""
+    try:
+        return int(docker_client().info().get("NCPU") or 0) or None
+    except SharedTaskError:
+        raise
+    except Exception:  # noqa: BLE001 - unknown: the daemon's own refusal then stands
+        return None
+
+
+@cache
 def _docker_version() -> str | None:
     try:
         return str(docker_client().version().get("Version"))
@@ -133,27 +147,20 @@ def run(
     output_dir: Path | str | None = None,
     record_dir: Path | str | None = None,
     runs_dir: Path | str = DEFAULT_RUNS_DIR,
-    timeout: str | float | None = None,
-    memory: str | int | None = None,
-    cpus: float | None = None,
-    pids: int | None = None,
-    max_output: str | int | None = None,
-    disk: str | int | None = None,
-    runtime: str | None = None,
-    network: str | None = None,
-    cpu: str | None = None,
-    user: str | None = "me",
-    read_only_root: bool = False,
-    dataset_id: str | None = None,
     validate: bool = True,
     observer: RunObserver | None = None,
     rerank_dataset: bool = True,
+    stop: threading.Event | None = None,
+    **options: Any,
 ) -> SandboxRun:
     """Run ``image`` on a task's dataset in the sandbox and write the run record.
 
     ``task`` is a task id or a loaded :class:`sharedtask.spec.Task`; its
     ``sandbox`` limits are the defaults that the keyword arguments override.
-    ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
+    ``options`` are the sandbox options of :data:`sharedtask.sandbox.options.OPTIONS`
+    (``timeout``, ``memory``, ``cpus``, ``pids``, ``max_output``, ``disk``, ``cpu``,
+    ``runtime``, ``network``, ``user``, ``read_only_root``, ``dataset_id``), declared there once
+    for this call, ``sharedtask run``'s flags and the job schema. ``network=None`` means no network; pass ``"bridge"`` (``--allow-network``) or
     the name of a docker network. ``runtime`` is ``runc`` or ``runsc`` (gVisor);
     ``disk`` bounds what the container writes outside its mounts (its own layer and the
     volumes its image declares). ``user="me"`` runs as the invoking uid:gid so
@@ -166,17 +173,20 @@ def run(
     recorded before it saw). Without ``input_dir`` the task's
     sample dataset is used; without ``output_dir`` a fresh
     ``sharedtask-runs/<task>/<image>-<time>/output``. The record goes to
-    ``record_dir`` (default: the parent of the output directory).
+    ``record_dir`` (default: the parent of the output directory). ``stop``, set from another
+    thread, interrupts the run as Ctrl-C does in this one (:mod:`sharedtask.sandbox.interrupts`):
+    before its container exists nothing is kept and :class:`Interrupted` is raised; after, the
+    run ends with status ``interrupted`` and its record.
     """
     if isinstance(task, str):
         from sharedtask.spec import load_task
 
         task = load_task(task)
-    limits = Limits.from_spec(task.sandbox).with_overrides(
-        memory=memory, cpus=cpus, timeout=timeout, pids=pids, max_output=max_output, disk=disk
-    )
-    policy = Policy(limits=limits, network=network, user=parse_user(user), read_only_root=read_only_root,
-                    runtime=parse_runtime(runtime or task.sandbox.runtime), cpu=cpu_profile(cpu).name)
+    opts = resolve_options(options)
+    limits = Limits.from_spec(task.sandbox).with_overrides(**{name: opts[name] for name in job_names("limit")})
+    policy = Policy(limits=limits, network=opts["network"], user=parse_user(opts["user"]),
+                    read_only_root=opts["read_only_root"], runtime=parse_runtime(opts["runtime"] or task.sandbox.runtime),
+                    cpu=cpu_profile(opts["cpu"]).name)
 
     if input_dir is None:
         input_path = task.sample_dir / "input"
@@ -189,6 +199,7 @@ def run(
         input_path = Path(input_dir)
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    limits.check_docker_accepts(_host_cpus())  # after the usage checks, before any folder is made
     if policy.runtime == "runc":  # after the usage checks: their messages come before Docker's
         from sharedtask.sandbox.seccomp import profile as seccomp_profile
 
@@ -203,6 +214,9 @@ def run(
     else:
         out_path = Path(output_dir)
     rec_dir = Path(record_dir) if record_dir is not None else out_path.resolve().parent
+    # the folders this call makes, deepest first: removed again (when empty) if nothing ran
+    made = [created / "output", created] if created is not None else \
+        [folder for folder in dict.fromkeys((out_path, rec_dir)) if not folder.exists()]
     stage, mounted = None, None
     if run_path is not None and task.rerank is not None:
         from sharedtask.rerank import stage_for
@@ -223,28 +237,35 @@ def run(
         policy=policy,
         command=command,
         input_run=run_path,
-        dataset_id=dataset_id or dataset_id_of(input_path),
+        dataset_id=opts["dataset_id"] or dataset_id_of(input_path),
         labels={"sharedtask.task": task.id},
         dataset_mount=mounted,
     )
     prefetch = _prefetch_validator() if validate else None
     try:
-        result = run_container(request, observer)
-    except SharedTaskError:
-        if created is not None:  # nothing ran: do not leave an empty run directory behind
-            for leftover in (created / "output", created):
-                try:
-                    leftover.rmdir()
-                except OSError:
-                    pass
+        result = run_container(request, observer, stop)
+    except (SharedTaskError, KeyboardInterrupt):  # nothing ran: no folder of this call's is left behind
+        if mounted is not None:
+            from sharedtask.sandbox.outputs import remove_tree
+
+            remove_tree(mounted)  # the re-rank dataset this call made
+        for leftover in made:
+            try:
+                leftover.rmdir()
+            except OSError:
+                pass
         raise
     if prefetch is not None:
         prefetch.join()
-    if validate:
-        validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output,
-                                     run_path.resolve() if stage is not None else None)
-    else:
-        validation = {"status": "skipped"}
+    validation: dict[str, Any] = {"status": "skipped"}
+    if validate and result.status != INTERRUPTED:
+        try:
+            step("validation", stop)
+            validation = validate_output(out_path.resolve(), task, input_path.resolve(), limits.max_output,
+                                         run_path.resolve() if stage is not None else None)
+        except KeyboardInterrupt:  # the container is gone: the run is recorded as interrupted
+            validation = {"status": "interrupted", "reason": "stopped before the run file was validated"}
+            result = replace(result, status=INTERRUPTED, message=f"{MESSAGE}, while its output was validated")
     from sharedtask.data.store import provenance
 
     dataset_files = provenance(input_path)

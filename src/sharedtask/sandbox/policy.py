@@ -72,6 +72,10 @@ def parse_user(value: str | None) -> str | None:
     return value
 
 
+DOCKER_MIN_MEMORY = 6 * 1024**2  # bytes: the daemon's linuxMinMemory
+DOCKER_MIN_CPUS = 0.01
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one run, in plain units (bytes, cores, seconds)."""
@@ -126,6 +130,23 @@ class Limits:
         if disk is not None:
             changes["disk"] = parse_size(disk, "disk limit")
         return replace(self, **changes)
+
+    def check_docker_accepts(self, host_cpus: int | None) -> None:
+        """Refuse, in one line and before anything is made, the limits Docker itself refuses.
+
+        The bounds are the daemon's (moby ``daemon/daemon_unix.go``, ``verifyPlatformContainerResources``:
+        "Minimum memory limit allowed is 6MB"; "Range of CPUs is from 0.01 to N.00, as there are
+        only N CPUs available"); ``host_cpus`` is the daemon's count (``docker info``'s NCPU).
+        """
+        if self.memory < DOCKER_MIN_MEMORY:
+            raise SharedTaskError(f"--memory {format_size(self.memory)} is below Docker's minimum of "
+                                  f"{format_size(DOCKER_MIN_MEMORY)}", hint="give at least --memory 6m")
+        if self.cpus < DOCKER_MIN_CPUS:
+            raise SharedTaskError(f"--cpus {self.cpus:g} is below Docker's minimum of {DOCKER_MIN_CPUS:g}",
+                                  hint="give at least --cpus 0.01")
+        if host_cpus and self.cpus > host_cpus:
+            raise SharedTaskError(f"--cpus {self.cpus:g} is more than the {host_cpus} CPU(s) of the Docker host",
+                                  hint=f"give at most --cpus {host_cpus}")
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

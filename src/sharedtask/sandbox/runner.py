@@ -26,6 +26,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.sandbox import limitfs
 from sharedtask.sandbox.bounds import Bounds, declared_volumes
 from sharedtask.sandbox.cpu import profile
+from sharedtask.sandbox.interrupts import MESSAGE, Interrupted, step, stopping
 from sharedtask.sandbox.orphans import OWNER_LABEL, SANDBOX_LABEL, owner, reap_orphans, signals_held
 from sharedtask.sandbox.outputs import Usage, output_usage
 from sharedtask.sandbox.policy import INPUT_MOUNT, INPUT_RUN_MOUNT, OUTPUT_MOUNT, Limits, Policy
@@ -270,68 +271,81 @@ def _container_spec(request: RunRequest) -> dict[str, Any]:
     return spec
 
 
-def run_container(request: RunRequest, observer: RunObserver | None = None) -> RunResult:
+def run_container(request: RunRequest, observer: RunObserver | None = None,
+                  stop: threading.Event | None = None) -> RunResult:
     """Run ``request`` to completion (or until a limit is hit) and return what happened.
 
     Raises :class:`SharedTaskError` for problems the user can fix before anything
-    ran (no daemon, unknown image, non-empty output). Ctrl-C stops and removes
-    the container and returns a result with status ``interrupted`` after
-    re-raising is left to the caller (``result.status == "interrupted"``).
+    ran (no daemon, unknown image, non-empty output). An interrupt (Ctrl-C, SIGTERM or
+    SIGHUP in this thread, or ``stop`` set from another thread) at any step is answered
+    the same way (:mod:`sharedtask.sandbox.interrupts`): before the container exists,
+    what was made is removed and :class:`Interrupted` raised; after, the container is
+    removed and the result has status ``interrupted``, whatever the step under way made
+    of it (a failure caused by the stop is not the run's, nor an internal error).
     """
     client = docker_client()
     if not (request.dataset_mount or request.input_dir).is_dir():
         raise SharedTaskError(f"input directory {request.dataset_mount or request.input_dir} does not exist")
     if request.input_run is not None and not request.input_run.is_dir():
         raise SharedTaskError(f"input run directory {request.input_run} does not exist")
-    image = local_image(client, request.image)
-    reap_orphans(client)
-    limitfs.reap()  # after the containers: docker unmounts their layers with them
-    _prepare_output(request.output_dir, request.policy.user)
-    request.log_dir.mkdir(parents=True, exist_ok=True)
     limits = request.policy.limits
-    bounds = Bounds.prepare(limits, declared_volumes(image.attrs),
-                            lambda root: _give_to_container(root, request.policy.user))
+    bounds: Bounds | None = None
+    try:
+        step("image", stop)
+        image = local_image(client, request.image)
+        reap_orphans(client)
+        limitfs.reap()  # after the containers: docker unmounts their layers with them
+        _prepare_output(request.output_dir, request.policy.user)
+        request.log_dir.mkdir(parents=True, exist_ok=True)
+        step("output-fs", stop)
+        bounds = Bounds.prepare(limits, declared_volumes(image.attrs),
+                                lambda root: _give_to_container(root, request.policy.user))
+    except BaseException as exc:
+        _raise_interrupted(exc, stop, bounds)
+        raise
+    assert bounds is not None
     recorded = _container_spec(request)  # the record names the run's own folders
     spec = bounds.apply(recorded, request.output_dir)
-    watch = _Watch(request, observer, bounds)
+    watch = _Watch(request, observer, bounds, stop)
     started_at = _now()
     t0 = time.monotonic()
     container: Any = None
     try:
         with signals_held():  # a signal now is delivered once `container` holds the id
+            step("create", stop)
             container = _create(client, image.id, spec, request.policy)
+            step("layer", stop)
             watch.upper_dir = bounds.bound_layer(container)
         watch.run(container, t0)
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before or after the watch loop
+    except BaseException as exc:  # Ctrl-C, SIGTERM or SIGHUP, or a stop request, at any step
         if container is None:
             bounds.release()
+            _raise_interrupted(exc, stop, None)
             raise
-        watch.status, watch.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
-    except BaseException:
-        if container is None:
-            bounds.release()
-        raise
-    finally:
-        if container is not None:
-            with signals_held():  # a second Ctrl-C waits until the container is gone
-                bounds.detach_layer()
-                _remove(container)  # forced: a running container is killed first
-                try:
-                    bounds.collect(request.output_dir)
-                finally:
-                    bounds.release(wait=False)
+        if not isinstance(exc, KeyboardInterrupt) and not stopping(stop):
+            _finish(container, bounds, request.output_dir)
+            raise
+        watch.status, watch.message = INTERRUPTED, MESSAGE
+    if container is not None:
+        _finish(container, bounds, request.output_dir)
     wall = time.monotonic() - t0
     ended_at = _now()
-    if bounds.copied.error is not None:
-        watch.status, watch.message = FAILED, f"the output could not be copied from its file system: {bounds.copied.error}"
-    elif watch.status is None and not bounds.copied.complete:
-        watch.status = OUTPUT_LIMIT
-        watch.message = (f"output is more than the limit of {format_size(limits.max_output)} "
-                         "(hard links count once per name)")
+    if stopping(stop) and watch.status is not None:  # whatever the stop made of the step under way
+        watch.status, watch.message = INTERRUPTED, MESSAGE
+    if watch.status != INTERRUPTED:  # an interrupted run's output is what it is: no verdict on top
+        if bounds.copied.error is not None:
+            watch.status = FAILED
+            watch.message = f"the output could not be copied from its file system: {bounds.copied.error}"
+        elif watch.status is None and not bounds.copied.complete:
+            watch.status = OUTPUT_LIMIT
+            watch.message = (f"output is more than the limit of {format_size(limits.max_output)} "
+                             "(hard links count once per name)")
     output = output_usage(request.output_dir, max_bytes=limits.max_output, max_entries=limits.max_output_entries)
     status, message = watch.status, watch.message
     if status is None:
         status, message = _classify(watch.exit_code, watch.oom_killed, output, limits, watch.full)
+        if stopping(stop) and status != SUCCESS:  # killed by the stop request (a pool's close)
+            status, message = INTERRUPTED, MESSAGE
     for path in (watch.stdout_path, watch.stderr_path):
         path.touch(exist_ok=True)
     memory = watch.memory
@@ -375,6 +389,28 @@ def run_container(request: RunRequest, observer: RunObserver | None = None) -> R
     if observer is not None:
         observer.finished(result)
     return result
+
+
+def _finish(container: Any, bounds: Bounds, output_dir: Path) -> None:
+    """Remove the container, then copy its output and release its file systems."""
+    with signals_held():  # a second Ctrl-C waits until the container is gone
+        bounds.detach_layer()
+        _remove(container)  # forced: a running container is killed first
+        try:
+            bounds.collect(output_dir)
+        finally:
+            bounds.release(wait=False)
+
+
+def _raise_interrupted(exc: BaseException, stop: threading.Event | None, bounds: Bounds | None) -> None:
+    """Before the container exists: an interrupt, or any failure while a stop request is made,
+    releases what was made and raises :class:`Interrupted` (the caller re-raises anything else)."""
+    if isinstance(exc, KeyboardInterrupt) or stopping(stop):
+        if bounds is not None:
+            bounds.release()
+        raise Interrupted(f"{MESSAGE} before its container started: nothing of the run was kept") from None
+    if bounds is not None:
+        bounds.release()
 
 
 def _create(client: Any, image_id: str, spec: dict[str, Any], policy: Policy) -> Any:
@@ -422,8 +458,9 @@ class _Watch:
     """Starts a created container and watches it (time, memory, output size, logs) until it
     ends or a limit is hit; what it saw is left on its attributes."""
 
-    def __init__(self, request: RunRequest, observer: RunObserver | None, bounds: Bounds) -> None:
-        self.request, self.observer, self.bounds = request, observer, bounds
+    def __init__(self, request: RunRequest, observer: RunObserver | None, bounds: Bounds,
+                 stop: threading.Event | None = None) -> None:
+        self.request, self.observer, self.bounds, self.stop = request, observer, bounds, stop
         self.output_disk: int | None = None
         self.full: str | None = None  # the kernel-bounded file system that was full at the end
         self.stdout_path = request.log_dir / "stdout.log"
@@ -442,6 +479,7 @@ class _Watch:
     def run(self, container: Any, t0: float) -> None:
         import docker
 
+        step("start", self.stop)
         try:
             container.start()
         except docker.errors.APIError as exc:
@@ -452,6 +490,7 @@ class _Watch:
                                  "image's ENTRYPOINT/CMD")
             return
         self._probe_memory(container)
+        step("logs", self.stop)
         self.pumps = [
             _LogPump(container, "stdout", self.stdout_path, self.tail, self.observer),
             _LogPump(container, "stderr", self.stderr_path, self.tail, self.observer),
@@ -460,10 +499,11 @@ class _Watch:
         for thread in (*self.pumps, waiter):
             thread.start()
         try:
+            step("watch", self.stop)
             self._loop(container, waiter, t0)
         except KeyboardInterrupt:
             _kill(container)
-            self.status, self.message = INTERRUPTED, "stopped by the user (Ctrl-C or a signal)"
+            self.status, self.message = INTERRUPTED, MESSAGE
         for pump in self.pumps:
             pump.join(timeout=10)
         if self.status is None:  # what it wrote in its last interval (the layer goes with the container)
@@ -533,6 +573,8 @@ class _Watch:
             elif elapsed > limits.timeout:
                 self.status = TIMEOUT
                 self.message = f"timed out after {limits.timeout:g} s"
+            if stopping(self.stop):  # a pool's close or a worker's shutdown
+                self.status, self.message = INTERRUPTED, MESSAGE
             if self.status is not None:
                 _kill(container)
                 waiter.done.wait(30)
