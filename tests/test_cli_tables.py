@@ -100,3 +100,24 @@ def test_a_failed_run_row_keeps_its_reason_readable(width: int) -> None:
     out = console.export_text()
     _whole(out, ["lucene-bm25", "dense-wordllama-with-a-long-name", "0.9234"], width)
     assert "image sharedtask/baseline-dense:latest" in out  # the reason's words stay together
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_a_short_word_is_never_folded_and_the_table_keeps_to_the_width(width: int) -> None:
+    """`reproduce --all` off a terminal (80 columns) showed its verdict as "identi" / "cal"."""
+    import io
+
+    from rich.console import Console
+
+    from sharedtask.tables import Column, KeyedTable
+
+    table = KeyedTable([Column("task/baseline"), Column("verdict"), Column("mean KTU", "right", whole=True),
+                        Column("mean RBO", "right", whole=True), Column("max RMSE", "right", whole=True)])
+    for name in ("mathlib4-search/lucene-bm25-statements", "touche-2021-task1/bm25f-rerank"):
+        table.add_row(name, "identical", "—", "—", "—")
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None).print(table)
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert sum("identical" in line for line in lines) == 2
+    assert any("mathlib4-search/lucene-bm25-statements" in line for line in lines)

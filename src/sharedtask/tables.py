@@ -64,7 +64,7 @@ class KeyedTable:
 
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
         if self.fits(options.max_width):
-            yield self._table()
+            yield self._table(options.max_width)
             if self.notes:
                 yield self._notes()
         else:
@@ -75,17 +75,25 @@ class KeyedTable:
 
         return Measurement(1, options.max_width)
 
-    def _table(self) -> Any:
+    def _table(self, width: int) -> Any:
         from rich.table import Table
+
+        # Headers whole when everything fits at its natural width; else numbers and codes keep
+        # their width and their headers wrap at spaces, so rich cannot squeeze a word apart.
+        natural = 3 * len(self.columns) + 1 + sum(max(_value_width(self.rows, i), len(c.header))
+                                                  for i, c in enumerate(self.columns))
+        tight = natural > width
 
         table = Table(title=self.title, caption=self.caption, title_justify=self.title_justify)  # type: ignore[arg-type]
         for i, col in enumerate(self.columns):
             if i == self.key or col.whole:
-                width = max(_value_width(self.rows, i), _longest_word(col.header))
+                need = max(_value_width(self.rows, i), _longest_word(col.header))
                 table.add_column(col.header, justify=col.justify, no_wrap=i == self.key,  # type: ignore[arg-type]
-                                 min_width=width)
-            else:
-                table.add_column(col.header, justify=col.justify, overflow="fold")  # type: ignore[arg-type]
+                                 min_width=need, max_width=need if tight and i != self.key else None)
+            else:  # at least what fits() gave it, so a short word ("identical") is never folded
+                need = min(max(_value_width(self.rows, i), _longest_word(col.header)), TEXT_MIN)
+                table.add_column(col.header, justify=col.justify, overflow="fold",  # type: ignore[arg-type]
+                                 min_width=need)
         for row, style in zip(self.rows, self.styles):
             table.add_row(*row, style=style)
         return table
