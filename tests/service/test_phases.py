@@ -417,6 +417,14 @@ def test_the_pages_task_calendar_phase_form_selection_board_and_failure_reason(s
     assert "2099-03-01 12:00 UTC (2099-03-01 21:00 Asia/Tokyo)" in page  # +9 h, no daylight saving in Japan
     status, page = call(f"{url}/tasks/{TASK}?tz=Not/AZone")
     assert status == 200 and "2099-03-01 12:00 UTC<" in page  # unknown zone: UTC only
+    # the countdown of the open phase, and how to participate: commands for this very server
+    assert re.search(r"<td>open, closes in \d+ d( \d+ h)?</td>", page)
+    import html as html_module
+
+    text = html_module.unescape(page)
+    assert (f'sharedtask submit --server {url} --token "$SHAREDTASK_TOKEN" --task {TASK} '
+            "--image my/system:1 --phase dev") in text
+    assert f"sharedtask sample {TASK} ./sample" in text and tokens["org"] not in text
 
     # a team's page offers "select" on a finished run of a phase with a selection; the board shows it
     a1, a_failed = scored_runs(factory, state, team(factory, "team-a"), an_image(factory), [0.4, None])
@@ -504,3 +512,15 @@ def test_a_closed_phase_offers_no_select_buttons_on_the_team_page(service):
     assert status == 200 and "/select" not in mine and "/unselect" not in mine
     assert "selected (final)" in mine
     assert mark(url, tokens["a"], other)[0] == 403  # what a button would have got
+
+
+def test_the_time_left_reads_in_its_two_largest_units():
+    import datetime as dt
+
+    from sharedtask.service.web.site_pages import time_left
+
+    assert time_left(dt.timedelta(days=2, hours=4, minutes=59)) == "2 d 4 h"  # rounded down
+    assert time_left(dt.timedelta(hours=3, minutes=5, seconds=9)) == "3 h 5 min"
+    assert time_left(dt.timedelta(seconds=40)) == "40 s"
+    assert time_left(dt.timedelta(days=1, seconds=30)) == "1 d"
+    assert time_left(dt.timedelta(seconds=-5)) == "0 s"  # a phase that just changed

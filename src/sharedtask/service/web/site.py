@@ -35,7 +35,8 @@ def task_page(task_id: str, request: Request, session: Db, service: State, tz: s
     from sharedtask.service.stages import stages_of
 
     text = site_pages.task_page(task, settings_of(session, task_id), phases.phases_of(session, task_id), utcnow(),
-                          _zone(request, tz), stages_of(session, task_id))
+                                _zone(request, tz), stages_of(session, task_id),
+                                server=str(request.base_url).rstrip("/"))  # escaped where it is shown
     return _remember(HTMLResponse(text), tz)
 
 

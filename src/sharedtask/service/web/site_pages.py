@@ -63,7 +63,7 @@ def calendar(task_id: str, rows: list[Phase], now: dt.datetime, tz: ZoneInfo | N
                  if p.leaderboard_public else "not public")
         final = f"up to {p.max_selected} selected run(s)" if p.max_selected else "each team's best run"
         body.append(f'<tr class="phase" data-phase="{e(p.name)}"><th scope="row">{e(p.name)}</th>'
-                    f"<td>{phases.state(p, now)}</td><td><code>{e(p.dataset)}</code></td>"
+                    f"<td>{phase_now(p, now)}</td><td><code>{e(p.dataset)}</code></td>"
                     f"<td>{when(p.opens, tz)}</td><td>{when(p.closes, tz)}</td><td>{e(limits)}</td>"
                     f"<td>{'yes' if p.scores_visible else 'after it closes'}</td><td>{final}</td><td>{board}</td></tr>")
     return ('<table class="phases"><caption>phases</caption><thead><tr><th scope="col">phase</th>'
@@ -71,6 +71,44 @@ def calendar(task_id: str, rows: list[Phase], now: dt.datetime, tz: ZoneInfo | N
             '<th scope="col">closes</th><th scope="col">submission limits</th>'
             '<th scope="col">teams see scores</th><th scope="col">ranked</th><th scope="col">leaderboard</th>'
             f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def phase_now(phase: Phase, now: dt.datetime) -> str:
+    """The phase's state with the time left to its next change ("open, closes in 2 d 4 h"): the
+    countdown participants of Codabench and EvalAI expect, as of the page's making."""
+    state = phases.state(phase, now)
+    if state == "open" and phase.closes is not None:
+        return f"open, closes in {time_left(phase.closes - now)}"
+    if state == "upcoming" and phase.opens is not None:
+        return f"upcoming, opens in {time_left(phase.opens - now)}"
+    return state
+
+
+def time_left(delta: dt.timedelta) -> str:
+    """A duration in its two largest units, rounded down: "2 d 4 h", "3 h 5 min", "40 s"."""
+    seconds = max(int(delta.total_seconds()), 0)
+    parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "min"),
+             (seconds % 60, "s")]
+    first = next((i for i, (n, _) in enumerate(parts) if n), len(parts) - 1)
+    return " ".join(f"{n} {unit}" for n, unit in parts[first:first + 2] if n or unit == parts[first][1])
+
+
+def participate(task: Any, server: str, rows: list[Phase], now: dt.datetime) -> str:
+    """How to take part, as commands to copy: the sample, a scaffold, a sandboxed run, the submission
+    to this very server (the token stays a placeholder: the page never shows one)."""
+    open_phase = next((p.name for p in rows if phases.state(p, now) == "open"), None)
+    phase = f" --phase {open_phase}" if open_phase else ""
+    rerank = " --rerank" if task.rerank is not None else ""
+    lines = [f"sharedtask sample {task.id} ./sample",
+             f"sharedtask new-submission --task {task.id}{rerank} ./my-submission",
+             "docker build -t my/system:1 ./my-submission",
+             f"sharedtask run --task {task.id} --image my/system:1      # sandboxed, on the sample",
+             f'sharedtask submit --server {server} --token "$SHAREDTASK_TOKEN" --task {task.id} --image my/system:1{phase}',
+             f'sharedtask status --server {server} --token "$SHAREDTASK_TOKEN" --wait ID']
+    return ('<section class="task" aria-labelledby="participate"><h2 id="participate">How to participate</h2>'
+            "<p>With <code>pip install sharedtask</code> and Docker, and the token the organizer gave your team in "
+            "<code>SHAREDTASK_TOKEN</code>:</p>"
+            f'<pre class="commands"><code>{e(chr(10).join(lines))}</code></pre></section>')
 
 
 def stages_section(task: Any, stages: list[Any]) -> str:
@@ -90,7 +128,7 @@ def stages_section(task: Any, stages: list[Any]) -> str:
 
 
 def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: dt.datetime,
-              tz: ZoneInfo | None, stages: list[Any] = ()) -> str:
+              tz: ZoneInfo | None, stages: list[Any] = (), server: str = "http://HOST:PORT") -> str:
     """The task's page: what it asks, the run format, the measures with their procedure, the data's
     names and the calendar, all from the spec and the organizer's settings."""
     out = task.output
@@ -118,6 +156,7 @@ def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: 
             '<section class="task" aria-labelledby="data"><h2 id="data">Data</h2>'
             f"<p>Datasets: {', '.join(f'<code>{e(d)}</code>' for d in datasets)}. The sample ships with sharedtask "
             f"(<code>sharedtask sample {e(task.id)}</code>); the others stay on the server.</p></section>"
+            + participate(task, server, rows, now)
             + stages_section(task, list(stages)))
     return _page(f"{task.id}: {task.title}", body)
 
