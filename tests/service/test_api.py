@@ -222,10 +222,16 @@ def test_closed_task_and_daily_limit(service):
     status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
     assert status == 403 and "closed for submissions at 2000-01-01T00:00:00" in body["detail"]
     call(f"{url}/api/tasks/{TASK}/settings", "PUT", tokens["org"], {"daily_limit": 1})
+    status, page = call(f"{url}/team", token=tokens["a"])
+    assert status == 200 and f'<span data-task="{TASK}"><code>{TASK}</code> 1 of 1</span>' in page
     _add_submission(factory, "team-a")  # made now: today's one submission
     status, body = call(f"{url}/api/tasks/{TASK}/submissions", "POST", tokens["a"], {"image": "x/y:1"})
     assert status == 429 and "1 submission(s)" in body["detail"]
     assert executor.queued == []
+    # the team page said so before the refusal: none left today; the organizer has no quota line
+    status, page = call(f"{url}/team", token=tokens["a"])
+    assert status == 200 and f'<code>{TASK}</code> 0 of 1</span>' in page
+    assert 'class="quota"' not in call(f"{url}/team", token=tokens["org"])[1]
 
 
 def test_unknown_task_is_404(service):

@@ -64,6 +64,23 @@ def _used_today(session: Session, who: Team, task_id: str, now: dt.datetime) -> 
         Submission.team_id == who.id, Submission.task_id == task_id, Submission.created >= day)) or 0)
 
 
+def left_today(service: ServiceState, session: Session, who: Team) -> list[tuple[str, int, int]]:
+    """(task, submissions made today, the daily limit) for each task with a daily limit: what the
+    team page shows as "submissions left today" (the organizer has no limit)."""
+    if who.organizer:
+        return []
+    rows = {s.task_id: s for s in session.scalars(
+        select(TaskSettings).where(TaskSettings.task_id.in_(service.known_tasks)))}
+    now = utcnow()
+    out = []
+    for task_id in service.known_tasks:
+        s = rows.get(task_id)
+        daily = (s.daily_limit if s else None) or service.config.daily_limit
+        if daily:
+            out.append((task_id, _used_today(session, who, task_id, now), daily))
+    return out
+
+
 def _quota_refusal(who: Team, task_id: str, limit: int, now: dt.datetime) -> HTTPException:
     reset = now.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
     return HTTPException(429, f"{who.name} has made its {limit} submission(s) to {task_id} today; the limit "

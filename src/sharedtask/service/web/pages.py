@@ -155,11 +155,16 @@ def _final(sub: Submission) -> str:
 
 
 def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str], *,
-              blind: bool = False, ahead: dict[int, int] | None = None) -> str:
+              blind: bool = False, ahead: dict[int, int] | None = None,
+              left: list[tuple[str, int, int]] = ()) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
     body = (_rows(subs, primary, organizer=False, blind=blind, ahead=ahead) if subs else
             '<p class="empty">No submissions yet: <code>sharedtask submit --server URL --token T --task ID '
             "--image IMAGE</code></p>")
+    if left:  # the quota, before the team finds it by a refusal
+        body = ('<p class="quota">Submissions left today (UTC): '
+                + ", ".join(f'<span data-task="{e(task)}"><code>{e(task)}</code> {max(limit - used, 0)} of {limit}'
+                            "</span>" for task, used, limit in left) + "</p>" + body)
     return _page(f"submissions of {team.name}", f'<section class="task">{body}</section>', refresh=pending,
                  who=team.name)
 

@@ -110,7 +110,7 @@ def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
     subs = listing(session, who)
     ahead = ahead_of(session) if any(sub.status == "queued" for sub, _ in subs) else None
     return html(pages.team_page(who, subs, primary_measures(service), blind=submissions.blind_for(service, who),
-                                ahead=ahead))
+                                ahead=ahead, left=submissions.left_today(service, session, who)))
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
