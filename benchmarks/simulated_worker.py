@@ -32,7 +32,7 @@ def simulated_sandbox_run_container(run_file: Path):  # type: ignore[no-untyped-
     """A stand-in for ``run_container`` that copies ``run_file`` into the output folder: no container."""
     from sharedtask.sandbox.runner import SUCCESS, RunRequest, RunResult, _container_spec, _now
 
-    def run_container(request: RunRequest, observer: Any | None = None) -> RunResult:
+    def run_container(request: RunRequest, observer: Any | None = None, stop: Any | None = None) -> RunResult:
         start, t0 = _now(), time.monotonic()
         request.output_dir.mkdir(parents=True, exist_ok=True)
         request.log_dir.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,14 @@ def add_image_shipping(parser: argparse.ArgumentParser | argparse._ArgumentGroup
                         help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
 
 
+def add_worker_images_url(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """A worker's ``--images-url URL``: the same server ``serve``/``demo --images-url`` names, seen
+    from the worker's side, where it is the only origin archives are fetched from."""
+    parser.add_argument("--images-url", metavar="URL",
+                        help="the organizer's images server (sharedtask images-server): the only place this worker "
+                             "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
+
+
 def check_broker(args: argparse.Namespace) -> None:
     """The broker options make sense together: the queue and the image archives need a broker,
     the archives' URL needs their folder."""

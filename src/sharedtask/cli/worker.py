@@ -30,9 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help="scratch folder for runs before they are sent back (default: ~/.cache/sharedtask/worker)")
     parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
-    parser.add_argument("--images-url", metavar="URL",
-                        help="the organizer's images server (sharedtask images-server): the only place this worker "
-                             "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
+    options.add_worker_images_url(parser)
     parser.add_argument("--visibility-timeout", type=float, metavar="S",
                         help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
     limits = parser.add_argument_group("this worker's maxima (a job may ask for less than its task's limits, "
