@@ -45,8 +45,8 @@
    the validator says so with the info ``RUN-TIRA-LAYOUT``, and the way out it names
    for Task 1, the 6-column TREC variant, passes TIRA (``RUN-LAYOUT-VARIANT``). The
    Task 2 baseline lists several formulas of one post, which ARQMath allows but TIRA
-   reads as duplicate documents (column 3 is the post id): the validator warns
-   ``RUN-TIRA-DUPLICATE-POST``, and its way out (one formula per post) passes TIRA.
+   reads as duplicate documents (column 3 is the post id): the validator notes it with the
+   info ``RUN-TIRA-DUPLICATE-POST``, and its way out (one formula per post) passes TIRA.
 
 3. Provenance: the sandbox writes ir_metadata as ``ir-metadata.yml`` next to the
    output folder, never inside ``run.txt`` (TIRA rejects comment lines, as shown with
@@ -405,7 +405,8 @@ class BaselineCase:
 BASELINE_CASES = [
     BaselineCase("touche-2021-task1", "lucene-dirichlet", None),
     # Task 2 may list several formulas of one post; TIRA reads column 3 (the post) as docno
-    BaselineCase("arqmath-3-task2", "formula-lucene", "RUN-TIRA-DUPLICATE-POST", Severity.WARNING),
+    # legal for Task 2, like Task 1's layout: a note about TIRA's generic check (info), not a fault of the run
+    BaselineCase("arqmath-3-task2", "formula-lucene", "RUN-TIRA-DUPLICATE-POST", Severity.INFO),
     BaselineCase("arqmath-3-task1", "lucene-bm25", "RUN-TIRA-LAYOUT", Severity.INFO),  # official 5 columns
     BaselineCase("arqmath-3-task3", "extractive-qa", "RUN-TIRA-LAYOUT", Severity.INFO),  # answers hold spaces
 ]
