@@ -103,7 +103,7 @@ def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_ru
     registry = Registry(binary, tmp_path / "registry")
     try:
         assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                     "--kubernetes", str(manifests), "--registry", registry.address, "--out", str(out)]) == 0
+                     "--kubernetes", str(manifests), "--images-registry", registry.address, "--out", str(out)]) == 0
         digest = docker_client.images.get(tiny_image).attrs["RepoDigests"]  # what the push reported
     finally:
         registry.stop()
