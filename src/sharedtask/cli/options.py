@@ -63,9 +63,9 @@ def add_broker(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: 
 
 
 def add_image_shipping(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """``--images-registry HOST:PORT``, ``--images-dir DIR`` and ``--images-url URL``: how workers
+    """``--images-registry HOST[:PORT]``, ``--images-dir DIR`` and ``--images-url URL``: how workers
     that lack an image get it (by layer from a registry, or as whole archives; images/registry.py)."""
-    parser.add_argument("--images-registry", metavar="HOST:PORT",
+    parser.add_argument("--images-registry", metavar="HOST[:PORT]",
                         help="with --broker: push each image to this registry; workers pull it by digest and fetch "
                              "only the layers they lack (serve: default a docker-registry it starts on loopback)")
     parser.add_argument("--images-dir", type=Path, metavar="DIR",

@@ -26,14 +26,15 @@ from pathlib import Path
 from sharedtask.errors import SharedTaskError
 
 BINARY = "docker-registry"
-#: a registry's address as Docker names it: host (name, IPv4, [IPv6]) and port
-ADDRESS = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\]):[0-9]{1,5}")
+#: a registry's address as Docker names it: host (name, IPv4, [IPv6]) and port (443 when left out)
+ADDRESS = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:]+\])(?::(?P<port>[0-9]{1,5}))?")
 
 
 def check_address(address: str, option: str = "--images-registry") -> str:
-    """``HOST:PORT`` as Docker names a registry, or one line saying what was expected."""
-    if not ADDRESS.fullmatch(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
-        raise SharedTaskError(f"{option} {address!r}: expected HOST:PORT of a registry, e.g. registry.example.org:5000",
+    """``HOST[:PORT]`` as Docker names a registry, or one line saying what was expected."""
+    match = ADDRESS.fullmatch(address)
+    if match is None or (match["port"] is not None and not 0 < int(match["port"]) < 65536):
+        raise SharedTaskError(f"{option} {address!r}: expected HOST[:PORT] of a registry, e.g. registry.example.org:5000",
                               hint="the address workers pull from, without http:// and without a path")
     return address
 
@@ -115,6 +116,18 @@ def available() -> str | None:
     return shutil.which(BINARY)
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the server dies, even by SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``,
+    man 2 prctl), so a killed server leaves no registry holding its port."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: atexit still stops it on a clean exit
+        pass
+
+
 def start_local(folder: Path, *, limit: float = 30.0) -> LocalRegistry:
     """Start ``docker-registry`` on loopback for this process's life (stopped at exit)."""
     binary = available()
@@ -132,7 +145,7 @@ def start_local(folder: Path, *, limit: float = 30.0) -> LocalRegistry:
     config.write_text(f"version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: "
                       f"{folder / 'data'}\nhttp:\n  addr: 127.0.0.1:{port}\n")
     process = subprocess.Popen([binary, "serve", str(config)], stdout=open(folder / "registry.log", "ab"),
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     registry = LocalRegistry(folder, port, process)
     atexit.register(registry.stop)
     deadline = time.monotonic() + limit  # a hang bound: it answers in well under a second
