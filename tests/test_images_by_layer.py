@@ -54,7 +54,8 @@ def fetched(reg: registries.LocalRegistry) -> Counter[str]:
 
 
 def forget(client: Any, *images: str) -> None:
-    """The daemon lacks these images afterwards, as a worker that never had them (best effort)."""
+    """The daemon lacks these images afterwards, as a worker that never had them (best effort; give
+    the id too: a pulled image keeps its registry digest when its tag is removed)."""
     for image in images:
         try:
             client.images.remove(image, force=True)
@@ -98,6 +99,7 @@ def test_a_registry_serving_another_build_is_refused_by_the_image_id(docker_clie
     ours = build_tiny_image(docker_client, tmp_path / "ours", REFERENCE)
     other = build_tiny_image(docker_client, tmp_path / "other", REFERENCE)  # same files, another marker
     job = job_for(docker_client, ours, "cp /run.txt $outputDir/run.txt")
+    other_id = docker_client.images.get(other).id
     try:
         wrong = push(docker_client, other, registry.address)  # the registry holds another build under the name
         forget(docker_client, ours, job.image_id)
@@ -106,7 +108,7 @@ def test_a_registry_serving_another_build_is_refused_by_the_image_id(docker_clie
             ensure(job, docker_client)
         assert job.image_id in str(refused.value)
     finally:
-        forget(docker_client, ours, job.image_id, other)
+        forget(docker_client, ours, job.image_id, other, other_id)
 
 
 @pytest.mark.parametrize("address, expected", [
@@ -148,6 +150,7 @@ def test_the_access_log_is_read_line_by_line():
 
 def test_the_local_registry_keeps_its_port_and_blobs_across_restarts(registry, docker_client, tmp_path):
     image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
+    image_id = docker_client.images.get(image).id
     try:
         source = push(docker_client, image, registry.address)
         registry.stop()
@@ -158,5 +161,5 @@ def test_the_local_registry_keeps_its_port_and_blobs_across_restarts(registry, d
         finally:
             again.stop()
     finally:
-        forget(docker_client, image)
+        forget(docker_client, image, image_id)
 
