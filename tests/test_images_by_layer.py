@@ -111,6 +111,31 @@ def test_a_registry_serving_another_build_is_refused_by_the_image_id(docker_clie
         forget(docker_client, ours, job.image_id, other, other_id)
 
 
+def test_a_worker_pulls_only_from_its_own_registry(docker_client, registry, tmp_path):
+    from sharedtask.executor.fetch import Origin
+
+    image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
+    job = job_for(docker_client, image, "cp /run.txt $outputDir/run.txt")
+    try:
+        source = push(docker_client, image, registry.address)
+        forget(docker_client, image, job.image_id)
+        job = Job(**{**job.__dict__, "image_source": f"registry:{source}"})
+        before = len(registries.served(registry.log.read_text()))
+        with pytest.raises(SharedTaskError, match="not in this worker's registry"):
+            ensure(job, docker_client, Origin(registry="registry.example.org:5000"))  # another one named
+        assert registries.served(registry.log.read_text())[before:] == []  # the daemon never asked
+        assert ensure(job, docker_client, Origin(registry=registry.address)) == job.image_id  # its own: pulled
+    finally:
+        forget(docker_client, image, job.image_id)
+
+
+def test_a_worker_with_a_malformed_registry_does_not_start(tmp_path):
+    from test_cli_errors import assert_one_line_error, cli
+
+    assert_one_line_error(cli("worker", "--broker", "redis://127.0.0.1:1/0", "--images-registry", "https://r.example/",
+                              cwd=tmp_path), "--images-registry", "expected HOST[:PORT]")
+
+
 @pytest.mark.parametrize("address, expected", [
     ("http://127.0.0.1:5000/", "expected HOST[:PORT]"),
     ("registry.example.org/team", "expected HOST[:PORT]"),

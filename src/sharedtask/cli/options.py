@@ -76,12 +76,16 @@ def add_image_shipping(parser: argparse.ArgumentParser | argparse._ArgumentGroup
                         help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
 
 
-def add_worker_images_url(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """A worker's ``--images-url URL``: the same server ``serve``/``demo --images-url`` names, seen
-    from the worker's side, where it is the only origin archives are fetched from."""
+def add_worker_images_origin(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """A worker's ``--images-url URL`` and ``--images-registry HOST[:PORT]``: the same server and
+    registry ``serve``/``demo`` name, seen from the worker's side, where they are the only places
+    images are fetched from (whatever a job in the broker names)."""
     parser.add_argument("--images-url", metavar="URL",
                         help="the organizer's images server (sharedtask images-server): the only place this worker "
                              "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
+    parser.add_argument("--images-registry", metavar="HOST[:PORT]",
+                        help="the organizer's registry: the only one this worker pulls images from (default: "
+                             "registries on this machine's loopback only)")
 
 
 def check_broker(args: argparse.Namespace) -> None:

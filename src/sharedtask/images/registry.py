@@ -73,6 +73,39 @@ def check_answers(address: str, option: str = "--images-registry", timeout: floa
                                "on loopback); --images-dir DIR ships whole archives instead")
 
 
+def registry_of(reference: str) -> str:
+    """The registry a reference is pulled from, by Docker's rule: the first component when it has a
+    ``.`` or ``:`` or is ``localhost``, else Docker Hub (``docker.io``)."""
+    first, slash, _ = reference.partition("/")
+    return first if slash and ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+def is_loopback(address: str) -> bool:
+    """``localhost``, 127.0.0.0/8 or ``[::1]``, with or without a port."""
+    import ipaddress
+
+    host = address[1:].split("]")[0] if address.startswith("[") else address.rsplit(":", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_pull(reference: str, allowed: str | None) -> None:
+    """One line unless a worker may pull ``reference``: from its ``--images-registry``, or, without
+    one, from a registry on its own loopback (what ``serve --broker`` starts). Why: as for archives
+    (issue 39), a job in the broker must not send a worker's daemon to any host it names."""
+    source = registry_of(reference)
+    if (source == allowed) if allowed else is_loopback(source):
+        return
+    raise SharedTaskError(f"image {reference[:200]} is not in this worker's registry "
+                          f"({allowed or 'none given: loopback registries only'})",
+                          hint="a worker pulls only from the organizer's registry: start it with "
+                               "--images-registry HOST[:PORT]")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -199,4 +232,5 @@ def served(log: str) -> list[Served]:
     return out
 
 
-__all__ = ["LocalRegistry", "Served", "available", "check_address", "check_answers", "served", "start_local"]
+__all__ = ["LocalRegistry", "Served", "available", "check_address", "check_answers", "check_pull", "is_loopback",
+           "registry_of", "served", "start_local"]

@@ -155,6 +155,9 @@ def ensure(job: Job, client: Any, origin: Any = None, scratch: Path | None = Non
             _load(client, location, digest, _image_bound(job), origin or Origin(),
                   scratch or Path(os.environ.get("TMPDIR", "/tmp")))
         elif kind == "registry":
+            from sharedtask.images.registry import check_pull
+
+            check_pull(location, (origin or Origin()).registry)  # before the daemon is asked anything
             client.images.pull(location)
         else:
             raise SharedTaskError(f"image {job.image} ({job.image_id[:19]}…) is not on this worker and the job "
