@@ -90,18 +90,18 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
 
 def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_runs_nothing(
         docker_client, submissions, tmp_path, tiny_image):
-    from distributed_helpers import Registry, ensure_installed
+    from distributed_helpers import ensure_installed
     from sharedtask.executor.kubernetes import POD_SECURITY
+    from sharedtask.images.registry import start_local
 
     out, manifests = tmp_path / "out", tmp_path / "k8s"
     # without a registry the images have no digest a cluster could pull: one line, nothing written
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
                  "--kubernetes", str(manifests / "tags"), "--out", str(out)]) == 2
     assert not list((manifests / "tags").glob("team-*.yaml"))
-    binary = ensure_installed("docker-registry", "docker-registry")
-    if binary is None:
+    if ensure_installed("docker-registry", "docker-registry") is None:
         pytest.skip("Debian's docker-registry is not installed")
-    registry = Registry(binary, tmp_path / "registry")
+    registry = start_local(tmp_path / "registry")
     try:
         assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
                      "--kubernetes", str(manifests), "--images-registry", registry.address, "--out", str(out)]) == 0
