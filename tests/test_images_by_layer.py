@@ -188,3 +188,26 @@ def test_the_local_registry_keeps_its_port_and_blobs_across_restarts(registry, d
     finally:
         forget(docker_client, image, image_id)
 
+
+
+def test_without_docker_registry_serve_ships_archives_and_says_how_to_get_layers(docker_client, tmp_path,
+                                                                                 monkeypatch, capsys):
+    import argparse
+
+    from sharedtask.cli import serve
+
+    # Stands in for a machine without Debian's docker-registry (it is installed here): the lookup says no.
+    monkeypatch.setattr(registries, "available", lambda: None)
+    image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
+    image_id = docker_client.images.get(image).id
+    try:
+        args = argparse.Namespace(images_registry=None, images_dir=None, images_url=None)
+        image_source, stage_source = serve._image_shipping(args, tmp_path / "data")
+        notice = capsys.readouterr().out.strip().splitlines()
+        assert len(notice) == 1 and "whole archives" in notice[0] and "docker-registry is not installed" in notice[0]
+        assert "--images-registry" in notice[0]
+        source = image_source(image)
+        assert source.startswith(f"archive:{(tmp_path / 'data' / 'images').resolve()}/{image_id.split(':')[1]}.tar#")
+        assert stage_source is not None  # published stages travel the same way
+    finally:
+        forget(docker_client, image, image_id)
