@@ -69,7 +69,14 @@ def source_for(client: Any, *, registry: str | None = None, images_dir: Path | N
     pulled by digest, or saved once to ``images_dir`` (served at ``images_url``) and named with
     the sha256 of the archive's bytes (``archive:<where>#sha256=<hex>``); None: they have it."""
     if registry:
-        return lambda image: "registry:" + push(client, image, registry)
+        pushed: dict[str, str] = {}  # image id -> its reference: a re-run is not pushed again
+
+        def by_layer(image: str) -> str:
+            ident = image_id(client, image)
+            if ident not in pushed:
+                pushed[ident] = push(client, image, registry)
+            return "registry:" + pushed[ident]
+        return by_layer
     if images_dir:
         folder = images_dir.resolve()
 
