@@ -124,7 +124,7 @@ class WorkerDaemon:
 def pulled_bytes(log: Path, client: Any, references: list[str], ids: list[str]) -> tuple[int, int]:
     """Pull each reference by digest into ``client``; (bytes the registry sent, blobs sent), from the
     registry's access log ``log``. Each pulled image's id is checked against the organizer's."""
-    from sharedtask.images.registry import served
+    from sharedtask.images.registry_log import served
 
     before = len(served(log.read_text()))
     for reference, ident in zip(references, ids):

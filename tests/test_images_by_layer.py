@@ -22,6 +22,7 @@ from distributed_helpers import REFERENCE, build_tiny_image, ensure_installed, f
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import Job
 from sharedtask.images import registry as registries
+from sharedtask.images import registry_log
 from sharedtask.images.shipping import ensure, push
 
 pytestmark = [pytest.mark.docker]
@@ -50,7 +51,7 @@ def blobs_of(reference: str) -> list[str]:
 
 def fetched(reg: registries.LocalRegistry) -> Counter[str]:
     """How many times each blob was sent whole (GET answered 200), from the registry's access log."""
-    return Counter(r.blob for r in registries.served(reg.log.read_text()) if r.blob and r.status == 200)
+    return Counter(r.blob for r in registry_log.served(reg.log.read_text()) if r.blob and r.status == 200)
 
 
 def forget(client: Any, *images: str) -> None:
@@ -120,10 +121,10 @@ def test_a_worker_pulls_only_from_its_own_registry(docker_client, registry, tmp_
         source = push(docker_client, image, registry.address)
         forget(docker_client, image, job.image_id)
         job = Job(**{**job.__dict__, "image_source": f"registry:{source}"})
-        before = len(registries.served(registry.log.read_text()))
+        before = len(registry_log.served(registry.log.read_text()))
         with pytest.raises(SharedTaskError, match="not in this worker's registry"):
             ensure(job, docker_client, Origin(registry="registry.example.org:5000"))  # another one named
-        assert registries.served(registry.log.read_text())[before:] == []  # the daemon never asked
+        assert registry_log.served(registry.log.read_text())[before:] == []  # the daemon never asked
         assert ensure(job, docker_client, Origin(registry=registry.address)) == job.image_id  # its own: pulled
     finally:
         forget(docker_client, image, job.image_id)
@@ -168,9 +169,9 @@ def test_the_access_log_is_read_line_by_line():
            '127.0.0.1 - - [27/Nov/2026:05:09:21 +0000] "GET /v2/team/x/blobs/sha256:' + "a" * 64
            + ' HTTP/1.1" 200 895 "" "docker/20.10"\n'
            '127.0.0.1 - - [27/Nov/2026:05:09:21 +0000] "HEAD /v2/x/manifests/1 HTTP/1.1" 200 527 "" "docker"\n')
-    assert registries.served(log) == [registries.Served("GET", "/v2/team/x/blobs/sha256:" + "a" * 64, 200, 895),
-                                      registries.Served("HEAD", "/v2/x/manifests/1", 200, 527)]
-    assert [r.blob for r in registries.served(log)] == ["sha256:" + "a" * 64, None]
+    assert registry_log.served(log) == [registry_log.Served("GET", "/v2/team/x/blobs/sha256:" + "a" * 64, 200, 895),
+                                        registry_log.Served("HEAD", "/v2/x/manifests/1", 200, 527)]
+    assert [r.blob for r in registry_log.served(log)] == ["sha256:" + "a" * 64, None]
 
 
 def test_the_local_registry_keeps_its_port_and_blobs_across_restarts(registry, docker_client, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 
 from distributed_helpers import RedisServer, broker, ensure_installed, redis_binary, wait_for, workers  # noqa: F401
 from service_helpers import TASK, Served, call, free_port, images, perfect_run, start_server, stop  # noqa: F401
-from sharedtask.images.registry import served
+from sharedtask.images.registry_log import served
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -22,6 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from sharedtask.errors import SharedTaskError
 
@@ -154,16 +155,18 @@ def available() -> str | None:
     return shutil.which(BINARY)
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the server dies, even by SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``,
-    man 2 prctl), so a killed server leaves no registry holding its port."""
+def _die_with_parent() -> Callable[[], None] | None:
+    """For the child: SIGTERM when the server dies, even by SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``,
+    man 2 prctl), so a killed server leaves no registry holding its port. Resolved here, in the
+    parent: the child between fork and exec only calls it (no import, no lookup)."""
     import ctypes
     import signal
 
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux: atexit still stops it on a clean exit
-        pass
+        return None
+    return lambda: prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
 
 
 def start_local(folder: Path, *, limit: float = 30.0) -> LocalRegistry:
@@ -183,7 +186,7 @@ def start_local(folder: Path, *, limit: float = 30.0) -> LocalRegistry:
     config.write_text(f"version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: "
                       f"{folder / 'data'}\nhttp:\n  addr: 127.0.0.1:{port}\n")
     process = subprocess.Popen([binary, "serve", str(config)], stdout=open(folder / "registry.log", "ab"),
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent())
     registry = LocalRegistry(folder, port, process)
     atexit.register(registry.stop)
     deadline = time.monotonic() + limit  # a hang bound: it answers in well under a second
@@ -201,36 +204,5 @@ def start_local(folder: Path, *, limit: float = 30.0) -> LocalRegistry:
                           hint=f"see {registry.log}")
 
 
-@dataclass(frozen=True)
-class Served:
-    """One request the registry answered, from its access log (combined log format)."""
-
-    method: str
-    path: str
-    status: int
-    bytes: int
-
-    @property
-    def blob(self) -> str | None:
-        """The digest of the blob fetched (``GET /v2/<name>/blobs/<digest>``), else None."""
-        match = re.fullmatch(r"/v2/.+/blobs/(sha256:[0-9a-f]{64})", self.path)
-        return match.group(1) if match and self.method == "GET" else None
-
-
-_LINE = re.compile(r'^\S+ \S+ \S+ \[[^\]]*\] "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[0-9.]+" (?P<status>\d{3}) '
-                   r'(?P<bytes>\d+|-)')
-
-
-def served(log: str) -> list[Served]:
-    """The requests of a ``docker-registry`` log (its access lines; the structured lines are skipped)."""
-    out = []
-    for line in log.splitlines():
-        match = _LINE.match(line)
-        if match:
-            size = match["bytes"]
-            out.append(Served(match["method"], match["path"], int(match["status"]), 0 if size == "-" else int(size)))
-    return out
-
-
-__all__ = ["LocalRegistry", "Served", "available", "check_address", "check_answers", "check_pull", "is_loopback",
-           "registry_of", "served", "start_local"]
+__all__ = ["LocalRegistry", "available", "check_address", "check_answers", "check_pull", "is_loopback",
+           "registry_of", "start_local"]
