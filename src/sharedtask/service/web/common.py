@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 
 from fastapi import Depends, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -124,6 +124,23 @@ def may_see_board(request: Request, session: Session, task_id: str) -> bool:
     if s is None or not s.published:
         raise HTTPException(404, f"the leaderboard of {task_id} is not published")
     return False
+
+
+def reader_zone(request: Request, tz: str | None) -> Any:
+    """The reader's time zone: ``?tz=`` when given, else the one the zone cookie keeps (None: UTC only).
+    Every page that shows times reads it, so a choice made on one page holds on all."""
+    from sharedtask.service.web import site_pages
+
+    return site_pages.zone(tz if tz is not None else request.cookies.get(site_pages.TZ_COOKIE))
+
+
+def remember_zone(response: HTMLResponse, tz: str | None) -> HTMLResponse:
+    """Keep a valid ``?tz=`` in the zone cookie for the next pages (an unknown name is not kept)."""
+    from sharedtask.service.web import site_pages
+
+    if tz is not None and (tz == "UTC" or site_pages.zone(tz) is not None):
+        response.set_cookie(site_pages.TZ_COOKIE, tz, max_age=365 * 86400, samesite="strict", httponly=True)
+    return response
 
 
 def _next_boundary(service: ServiceState, now: Any) -> Any:
