@@ -226,7 +226,11 @@ def test_a_phase_board_kept_back_says_when_it_opens_and_shows_no_score(service, 
     row = re.search(rf'<tr class="task-row" data-task="{TASK}">.*?</tr>', home, re.S).group(0)
     assert f'href="/tasks/{TASK}/phases/dev/leaderboard"' in row and "not published" not in row
     assert "phase test opens" in row and "2099-05-06 07:08:09 UTC" in row
-    # the organizer still sees the kept-back board
+    # the JSON and CSV boards say it too, in UTC with the zone written out
+    status, body = call(f"{url}/api/tasks/{TASK}/phases/test/leaderboard")
+    assert status == 404 and body["detail"].endswith("it opens at 2099-05-06T07:08:09+00:00, when the phase closes")
+    assert "team-a" not in str(body) and "0.6543" not in str(body)
+        # the organizer still sees the kept-back board
     assert call(f"{url}/tasks/{TASK}/phases/test/leaderboard", token=tokens["org"])[0] == 200
 
 

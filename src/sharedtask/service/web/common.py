@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sharedtask.service import phases, selection, submissions
-from sharedtask.service.models import Submission, TaskSettings, Team, utcnow
+from sharedtask.service.models import Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.state import ServiceState, task_of, team_names
 from sharedtask.service.teams.signin import COOKIE, team_of_cookie
 from sharedtask.service.teams.tokens import team_of
@@ -213,8 +213,11 @@ def phase_board(task_id: str, name: str, request: Request, session: Any, service
     phase = phases.named(session, task_id, name)
     who = viewer(request, session)
     organizer_view = bool(who is not None and who.organizer)
-    if not selection.may_see(phase, organizer_view, utcnow()):
-        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
+    now = utcnow()
+    if not selection.may_see(phase, organizer_view, now):
+        opens = selection.board_opens(phase, now)
+        when = f": it opens at {aware(opens)}, when the phase closes" if opens is not None else ""
+        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public{when}")
     runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
     names = team_names(session)
     blind = service.config.blind and not organizer_view
