@@ -19,19 +19,16 @@ import random
 import tempfile
 from pathlib import Path
 
-from service_phases import timed_fresh  # importing it puts tests/ on sys.path (service_helpers)
+from service_phases import new_database, timed_fresh  # importing it puts tests/ on sys.path (service_helpers)
 from service_helpers import TASK, RecordingExecutor, ThreadServer
 
 
 def one_size(teams: int, runs: int, requests: int, folder: Path) -> dict[str, tuple[float, float]]:
     from sharedtask.service.app import ServiceConfig, create_app
-    from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
     from sharedtask.service.models import Image, Submission, TaskSettings, Team, utcnow
     from sqlalchemy import update
 
-    engine = make_engine(sqlite_url(folder / "service.db"))
-    migrate(engine)
-    factory = sessions(engine)
+    engine, factory = new_database(folder)
     rng = random.Random(7)
     now = utcnow()
     with factory.begin() as session:
