@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
@@ -58,16 +58,22 @@ def timed_fresh(url: str, n: int, touch: "Callable[[], None]") -> tuple[float, f
     return 1000 * statistics.median(values), 1000 * percentile(values, 0.95)
 
 
+def new_database(folder: Path) -> tuple[Any, Any]:
+    """A migrated SQLite service database in ``folder``: (engine, its sessions)."""
+    from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
+
+    engine = make_engine(sqlite_url(folder / "service.db"))
+    migrate(engine)
+    return engine, sessions(engine)
+
+
 def one_size(teams: int, runs: int, requests: int, folder: Path) -> dict[str, tuple[float, float]]:
     from sharedtask.service.app import ServiceConfig, create_app
-    from sharedtask.service.db import make_engine, migrate, sessions, sqlite_url
     from sharedtask.service.models import Image, Phase, Submission, Team, Token, utcnow
     from sharedtask.service.teams.tokens import digest, organizer_token
     from sqlalchemy import update
 
-    engine = make_engine(sqlite_url(folder / "service.db"))
-    migrate(engine)
-    factory = sessions(engine)
+    engine, factory = new_database(folder)
     rng = random.Random(7)
     now = utcnow()
     with factory.begin() as session:

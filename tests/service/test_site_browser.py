@@ -87,6 +87,7 @@ def test_every_page_renders_in_chromium_with_labels_headings_and_screenshots(ser
     with factory.begin() as session:
         session.get(Submission, a_failed).notes = ["sandbox: the container exited with code 3"]
     assert call(f"{url}/api/submissions/{a_ok}/select", "POST", tokens["a"])[0] == 200
+    assert call(f"{url}/api/tasks/{TASK}/publish", "POST", tokens["org"])[0] == 200
 
     pages = {
         "tasks": f"{url}/",
@@ -94,6 +95,8 @@ def test_every_page_renders_in_chromium_with_labels_headings_and_screenshots(ser
         "team": signed(url, tokens["a"], "/team"),
         "failed-submission": signed(url, tokens["a"], f"/submissions/{a_failed}"),
         "phase-leaderboard": f"{url}/tasks/{TASK}/phases/dev/leaderboard",
+        "task-leaderboard": f"{url}/tasks/{TASK}/leaderboard?tz=Europe/Berlin",
+        "closed-phase-leaderboard": f"{url}/tasks/{TASK}/phases/test/leaderboard",
         "organizer": signed(url, tokens["org"], "/organizer"),
     }
     for name, address in pages.items():

@@ -49,6 +49,20 @@ def fmt_score(value: float | None) -> str:
     return f"{value:.4f}"
 
 
+def fmt_when(value: datetime | None, zone: Any = None) -> str:
+    """A time as ``<time>``, to the second: UTC, and the reader's ``zone`` (a ``ZoneInfo``) beside it
+    when one is chosen, so a date is never ambiguous. A naive ``value`` is UTC (as the service stores it)."""
+    if value is None:
+        return "—"
+    utc = (value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc))
+    utc = utc.replace(microsecond=0)
+    text = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if zone is not None:
+        local = utc.astimezone(zone)
+        text += f" ({local.strftime('%Y-%m-%d %H:%M:%S')} {getattr(zone, 'key', None) or local.tzname()})"
+    return f'<time datetime="{utc.isoformat()}">{e(text)}</time>'
+
+
 def fmt_bytes(value: float) -> str:
     """Sizes in one style across the CLI and the report (binary units, :func:`units.format_size`)."""
     from sharedtask.units import format_size
@@ -135,6 +149,9 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
         cls = "num primary" if key == primary else "num"
         head.append(f'<th scope="col" class="{cls}" title="{e(procedure)}">{e(label)}</th>')
     head.append('<th scope="col" class="num">wall time</th>')
+    dated = any(run.submitted is not None for _, run in order)  # the service's boards: when each run came
+    if dated:
+        head.append('<th scope="col">submitted</th>')
     rows = []
     for rank, run in order:
         cells = [f'<td class="rank" data-label="#">{rank if rank is not None else "–"}</td>']
@@ -142,7 +159,8 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
         anchor = _task_anchor(section)
         numbers = ", ".join(f'<a href="#{anchor}-note-{n}">{n}</a>' for n in note_ids.get(id(run), []))
         refs = f'<sup class="note-ref" title="notes below the table">[{numbers}]</sup>' if numbers else ""
-        cells.append(f'<td class="name">{e(run.label)}{refs}<span class="image mono">{e(run.image)}</span></td>')
+        more = (f' <a class="more" href="{e(run.more[0])}">{e(run.more[1])}</a>' if run.more else "")
+        cells.append(f'<td class="name">{e(run.label)}{refs}{more}<span class="image mono">{e(run.image)}</span></td>')
         cells.append(f'<td data-label="outcome">{_outcome(run)}</td>')
         for key, label, _ in columns:
             v = run.scores.get(key)
@@ -155,6 +173,8 @@ def _leaderboard(section: TaskSection, columns: list[tuple[str, str, str]], note
                          f'{fmt_score(v)}</td>')
         wall = wall_time(run.record)
         cells.append(f'<td class="num" data-label="wall time">{fmt_seconds(wall) if wall is not None else "—"}</td>')
+        if dated:
+            cells.append(f'<td class="submitted" data-label="submitted">{fmt_when(run.submitted, section.zone)}</td>')
         ranked = "yes" if run.ranked else "no"
         rank_attr = f' data-rank="{rank}"' if rank is not None else ""
         rows.append(f'<tr class="run" data-run="{e(run.name)}" data-ranked="{ranked}"{rank_attr} '

@@ -8,6 +8,7 @@ submission (names, findings, logs): renderers must escape it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from typing import Any
 
 from sharedtask.evaluate.leaderboard import competition_ranks
@@ -36,6 +37,10 @@ class RunEntry:
     reproduction: dict[str, Any] | None = None
     #: a re-ranker's first stage (docs/pipelines.md): shown as "name ← first_stage"
     first_stage: str | None = None
+    #: when the run was submitted (UTC; the service's boards): a leaderboard column when any run has one
+    submitted: datetime | None = None
+    #: a further page of this row as (address, text), e.g. every run of the row's team (the service's boards)
+    more: tuple[str, str] | None = None
 
     @property
     def label(self) -> str:
@@ -67,6 +72,8 @@ class TaskSection:
     runs: list[RunEntry]
     #: the leaderboard with its all-pairs tests (``sharedtask.evaluate.Leaderboard``), when tests were run
     board: Any = None
+    #: the reader's time zone: times are shown in UTC and, when set, in this zone too (the service's pages)
+    zone: tzinfo | None = None
 
 
 def leaderboard(section: TaskSection) -> list[tuple[int | None, RunEntry]]:

@@ -66,7 +66,8 @@ def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
         return RunEntry(name=name, image=view["image"], command=view["command"], status=status,
                         valid=view["valid"], findings=visibility.blind_findings(sub),
                         scores={k: v for k, v in view["scores"].items() if v is not None}, per_topic={},
-                        record={}, notes=[printable(n) for n in view["notes"]], first_stage=view["input_run"])
+                        record={}, notes=[printable(n) for n in view["notes"]], first_stage=view["input_run"],
+                        submitted=sub.created)  # "created" is on the blind allow-list
     if seen_by not in (visibility.ORGANIZER, visibility.TEAM, visibility.PUBLIC):
         raise ValueError(f"no viewer {seen_by!r}")
     public = seen_by == visibility.PUBLIC
@@ -76,4 +77,5 @@ def entry_of(sub: Submission, team: str, *, seen_by: str = visibility.ORGANIZER,
     return RunEntry(name=name, image=sub.image_name, command=sub.command, status=status,
                     valid=sub.valid, findings=findings_from_validation(record.get("validation") or {}),
                     scores=dict(sub.scores or {}), per_topic={k: dict(v) for k, v in (sub.per_topic or {}).items()},
-                    record=record, notes=[printable(n) for n in notes], first_stage=sub.input_run)
+                    record=record, notes=[printable(n) for n in notes], first_stage=sub.input_run,
+                    submitted=sub.created)

@@ -60,7 +60,19 @@ def phase_json(phase: Phase, now: dt.datetime) -> dict[str, Any]:
 def phases_of(session: Session, task_id: str) -> list[Phase]:
     """The task's phases in calendar order (by opening time; one without a start first)."""
     found = list(session.scalars(select(Phase).where(Phase.task_id == task_id).order_by(Phase.id)))
-    return sorted(found, key=lambda p: (p.opens or dt.datetime.min, p.id))
+    return sorted(found, key=_calendar_order)
+
+
+def _calendar_order(phase: Phase) -> tuple[dt.datetime, int]:
+    return phase.opens or dt.datetime.min, phase.id
+
+
+def calendars(session: Session) -> dict[str, list[Phase]]:
+    """Every task's phases in calendar order (:func:`phases_of`), in one query: the home page's boards."""
+    out: dict[str, list[Phase]] = {}
+    for phase in session.scalars(select(Phase).order_by(Phase.id)):
+        out.setdefault(phase.task_id, []).append(phase)
+    return {task: sorted(found, key=_calendar_order) for task, found in out.items()}
 
 
 def named(session: Session, task_id: str, name: str) -> Phase:

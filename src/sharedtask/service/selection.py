@@ -114,3 +114,11 @@ def _score(scores: dict[str, Any] | None, key: str) -> float:
 def may_see(phase: Phase, organizer: bool, now: dt.datetime) -> bool:
     """The organizer always; anyone when the phase's board is public and its scores may be seen."""
     return organizer or (phase.leaderboard_public and not phases.withheld(phase, now))
+
+
+def board_opens(phase: Phase, now: dt.datetime) -> dt.datetime | None:
+    """When a public board the phase keeps back opens to the public: its closing (its scores are
+    withheld until then); None when it is open now, never public, or keeps them back with no end."""
+    if not phase.leaderboard_public or not phases.withheld(phase, now):
+        return None
+    return phase.closes

@@ -279,7 +279,13 @@ def set_published(service: ServiceState, session: Session, task_id: str, value: 
 
 def board_entries(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool,
                   runs: list[Submission] | None = None) -> list[Any]:
-    """Report rows of a task's finished submissions (or of ``runs``, a phase's board:
+    """Report rows of a task's finished submissions (or of ``runs``): :func:`board_pairs`' entries."""
+    return [entry for _, entry in board_pairs(service, session, task_id, organizer_view=organizer_view, runs=runs)]
+
+
+def board_pairs(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool,
+                runs: list[Submission] | None = None) -> list[tuple[Submission, Any]]:
+    """(submission, report row) of a task's finished submissions (or of ``runs``, a phase's board:
     :func:`sharedtask.service.selection.board_runs`); hidden runs, logs and server paths only in
     the organizer's view; under ``--blind`` everyone else sees the allow-list only. Runs of a
     phase are on the task's board for the organizer only: the public sees them on their
@@ -298,7 +304,7 @@ def board_entries(service: ServiceState, session: Session, task_id: str, *, orga
                else visibility.PUBLIC)
     data_dir = Path(service.config.data_dir)
     roots = (str(data_dir), str(data_dir.resolve()))
-    return [entries.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots)
+    return [(s, entries.entry_of(s, names[s.team_id], seen_by=seen_by, roots=roots))
             for s in subs if organizer_view or not s.hidden_reason]
 
 
@@ -316,31 +322,37 @@ def light_entry(row: Any, team: str, *, blind: bool) -> Any:
     else:
         scores, status, valid = dict(row.scores or {}), entries.status_of(row), row.valid
     return RunEntry(name=entries.run_name(team, row), image=row.image_name, command=row.command, status=status,
-                    valid=valid, findings=[], scores=scores, per_topic={}, record={})
+                    valid=valid, findings=[], scores=scores, per_topic={}, record={}, submitted=row.created)
 
 
 
 
 def board_rows(service: ServiceState, session: Session, task_id: str, *, organizer_view: bool) -> list[Any]:
-    """The rows of the JSON leaderboard (rank, run, verdict, scores): :func:`board_entries` without records.
+    """The rows of the JSON leaderboard (rank, run, verdict, scores): :func:`board_row_pairs`' entries."""
+    return [entry for _, entry in board_row_pairs(service, session, task_id, organizer_view=organizer_view)]
+
+
+def board_row_pairs(service: ServiceState, session: Session, task_id: str, *,
+                    organizer_view: bool) -> list[tuple[Any, Any]]:
+    """(row, report row) of the JSON leaderboard: :func:`board_pairs` without records.
 
     Why: the JSON board shows no record, finding or note, yet redacting every run's record
     for the public was most of the server's CPU under a crowd (benchmarks/service.py); here
     only the columns the rank and the verdict depend on are read. Under ``--blind`` the
-    public rows are :func:`board_entries`' own (their scores come from the allow-list). As
+    public rows are :func:`board_pairs`' own (their scores come from the allow-list). As
     there, a phase's runs are on the task's board for the organizer only.
     """
     from sharedtask.report.model import RunEntry
 
     if service.config.blind and not organizer_view:
-        return board_entries(service, session, task_id, organizer_view=False)
+        return board_pairs(service, session, task_id, organizer_view=False)
     names = team_names(session)
     rows = session.execute(select(*BOARD_COLUMNS).where(Submission.task_id == task_id,
                                                          Submission.status.in_(("done", "failed")))
                            .order_by(Submission.id))
-    return [RunEntry(name=entries.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
-                     status=entries.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
-                     per_topic={}, record={}, first_stage=r.input_run)
+    return [(r, RunEntry(name=entries.run_name(names[r.team_id], r), image=r.image_name, command=r.command,
+                         status=entries.status_of(r), valid=r.valid, findings=[], scores=dict(r.scores or {}),
+                         per_topic={}, record={}, first_stage=r.input_run, submitted=r.created))
             for r in rows if organizer_view or (not r.hidden_reason and r.phase_id is None)]
 
 

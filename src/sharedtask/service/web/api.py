@@ -8,7 +8,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Callable
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
@@ -255,23 +255,37 @@ def unpublish(task_id: str, _org: Organizer, session: Db, service: State) -> dic
 
 @router.get("/tasks/{task_id}/leaderboard", tags=["tasks"], summary="Ranked runs (public once published)",
             response_model=dict[str, Any])
-async def leaderboard_json(task_id: str, request: Request, service: State) -> Response:
+async def leaderboard_json(task_id: str, request: Request, service: State, per_team: bool = Query(
+        False, description="one row per team (its selected runs, else its best run), with team, "
+                           "submission time and how many runs the team has on the board")) -> Response:
     task = task_of(service, task_id)
-    return await hot(_answer, service, request, ("leaderboard", task_id),
-                                   lambda: _leaderboard_of(service, request, task_id, task))
+    return await hot(_answer, service, request, ("leaderboard", task_id, per_team),
+                                   lambda: _leaderboard_of(service, request, task_id, task, per_team))
 
 
-def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any) -> dict[str, Any]:
+def _leaderboard_of(service: ServiceState, request: Request, task_id: str, task: Any,
+                    per_team: bool = False) -> dict[str, Any]:
     from sharedtask.report.model import TaskSection, leaderboard
+    from sharedtask.service import boards
 
     with service.sessions() as session:
         organizer_view = may_see_board(request, session, task_id)
-        entries = submissions.board_rows(service, session, task_id, organizer_view=organizer_view)
-    rows = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores,
-             # a re-ranker: the first stage it re-ranks, as demo's leaderboard.json names it
-             **({"input_run": entry.first_stage} if entry.first_stage else {})}
-            for rank, entry in leaderboard(TaskSection(task, entries))]
-    return {"task": task_id, "primary": task.primary_measure.key, "runs": rows}
+        pairs = submissions.board_row_pairs(service, session, task_id, organizer_view=organizer_view)
+        names = team_names(session) if per_team else {}
+    extra: dict[int, dict[str, Any]] = {}  # per team: the fields a per-team row adds (the default rows stay as they were)
+    if per_team:
+        rows = boards.per_team(task, pairs)
+        extra = {id(r.entry): {"team": names[r.team_id], "submitted": aware(r.run.created) if r.run.created else None,
+                               "selected": bool(r.run.selected), "team_runs": r.runs} for r in rows}
+        entries = [r.entry for r in rows]
+    else:
+        entries = [entry for _, entry in pairs]
+    rows_json = [{"rank": rank, "run": entry.name, "status": entry.verdict, "scores": entry.scores,
+                  # a re-ranker: the first stage it re-ranks, as demo's leaderboard.json names it
+                  **({"input_run": entry.first_stage} if entry.first_stage else {}), **extra.get(id(entry), {})}
+                 for rank, entry in leaderboard(TaskSection(task, entries))]
+    return {"task": task_id, "primary": task.primary_measure.key, "runs": rows_json,
+            **({"per_team": True} if per_team else {})}
 
 
 @router.get("/tasks/{task_id}/archive", tags=["organizer"],

@@ -14,13 +14,13 @@ import anyio
 import anyio.to_thread
 
 from fastapi import Depends, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sharedtask.service import phases, selection, submissions
-from sharedtask.service.models import Submission, TaskSettings, Team, utcnow
+from sharedtask.service.models import Submission, TaskSettings, Team, aware, utcnow
 from sharedtask.service.state import ServiceState, task_of, team_names
 from sharedtask.service.teams.signin import COOKIE, team_of_cookie
 from sharedtask.service.teams.tokens import team_of
@@ -126,6 +126,23 @@ def may_see_board(request: Request, session: Session, task_id: str) -> bool:
     return False
 
 
+def reader_zone(request: Request, tz: str | None) -> Any:
+    """The reader's time zone: ``?tz=`` when given, else the one the zone cookie keeps (None: UTC only).
+    Every page that shows times reads it, so a choice made on one page holds on all."""
+    from sharedtask.service.web import site_pages
+
+    return site_pages.zone(tz if tz is not None else request.cookies.get(site_pages.TZ_COOKIE))
+
+
+def remember_zone(response: HTMLResponse, tz: str | None) -> HTMLResponse:
+    """Keep a valid ``?tz=`` in the zone cookie for the next pages (an unknown name is not kept)."""
+    from sharedtask.service.web import site_pages
+
+    if tz is not None and (tz == "UTC" or site_pages.zone(tz) is not None):
+        response.set_cookie(site_pages.TZ_COOKIE, tz, max_age=365 * 86400, samesite="strict", httponly=True)
+    return response
+
+
 def _next_boundary(service: ServiceState, now: Any) -> Any:
     with service.sessions() as session:
         return phases.next_boundary(session, now)
@@ -196,8 +213,11 @@ def phase_board(task_id: str, name: str, request: Request, session: Any, service
     phase = phases.named(session, task_id, name)
     who = viewer(request, session)
     organizer_view = bool(who is not None and who.organizer)
-    if not selection.may_see(phase, organizer_view, utcnow()):
-        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public")
+    now = utcnow()
+    if not selection.may_see(phase, organizer_view, now):
+        opens = selection.board_opens(phase, now)
+        when = f": it opens at {aware(opens)}, when the phase closes" if opens is not None else ""
+        raise HTTPException(404, f"the leaderboard of phase {name} of {task_id} is not public{when}")
     runs = selection.board_runs(session, phase, task.primary_measure.key, organizer_view=organizer_view)
     names = team_names(session)
     blind = service.config.blind and not organizer_view

@@ -11,18 +11,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Iterable
 
-from sharedtask.report.html import e, fmt_score, render_html, stylesheet
+from zoneinfo import available_timezones
+
+from sharedtask.report.html import e, fmt_score, fmt_when, render_html, stylesheet
 from sharedtask.report.model import RunEntry, TaskSection
-from sharedtask.service import phases, visibility
+from sharedtask.service import phases, selection, visibility
 from sharedtask.service.entries import PENDING, tag_label
-from sharedtask.service.models import Submission, TaskSettings, Team, utcnow
+from sharedtask.service.models import Phase, Submission, TaskSettings, Team, utcnow
 
 REFRESH_SECONDS = 3
 
 
-def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = None) -> str:
-    """The same page as ``report.html`` (tables, per-topic charts, findings, records) for these runs."""
-    return render_html([TaskSection(task=task, runs=entries, board=board)], title=title)
+def report_page(task: Any, entries: list[RunEntry], title: str, board: Any = None, zone: Any = None) -> str:
+    """The same page as ``report.html`` (tables, per-topic charts, findings, records) for these runs;
+    ``zone``: the reader's, for the times shown (next to UTC)."""
+    return render_html([TaskSection(task=task, runs=entries, board=board, zone=zone)], title=title)
 
 
 #: the site's navigation, on every page (the report pages get it by :func:`with_nav`)
@@ -33,8 +36,8 @@ NAV = ('<nav class="site" aria-label="site" style="padding:.5em 2em"><a href="/"
 
 def with_nav(page: str, banner: str = "") -> str:
     """A report page (rendered by sharedtask.report) with the site's navigation, and ``banner``
-    (HTML, escaped by the caller) at the top of its content."""
-    return page.replace("<body>", f"<body>{NAV}{banner}", 1)
+    (HTML, escaped by the caller) at the top of its content, under the page's header."""
+    return page.replace("<body>", f"<body>{NAV}", 1).replace("<main>", f"<main>{banner}", 1)
 
 
 def failure_banner(entry: RunEntry, sub: Submission) -> str:
@@ -61,28 +64,53 @@ def _local(value: dt.datetime | None) -> str:
     return value.strftime("%Y-%m-%dT%H:%M") if value else ""
 
 
-def _when(value: dt.datetime | None) -> str:
-    return e(value.replace(microsecond=0).isoformat(sep=" ")) if value else "—"
+def zone_form(path: str, tz: Any, keep: dict[str, str] | None = None) -> str:
+    """A small form that sets the reader's zone (a list of the IANA names this machine knows); the
+    choice is kept in a cookie that every page with times reads (``web.common.reader_zone``).
+    ``keep``: the page's other query parameters, sent again with the zone."""
+    current = tz.key if tz else "UTC"
+    options = "".join(f'<option{" selected" if name == current else ""}>{e(name)}</option>'
+                      for name in ["UTC", *sorted(available_timezones())])
+    hidden = "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in (keep or {}).items())
+    return (f'<form method="get" action="{e(path)}" class="zone">{hidden}<label for="tz">show times also in</label> '
+            f'<select id="tz" name="tz">{options}</select> <button>show</button></form>')
 
 
-def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.datetime) -> str:
+def phase_board_link(task_id: str, phase: Phase, now: dt.datetime, tz: Any, *, named: bool = False) -> str:
+    """A phase's leaderboard as the public may reach it: a link when it may be seen, "opens <date>"
+    while the phase keeps its scores back (it opens when the phase closes), else "not public"."""
+    label = f"phase {e(phase.name)}" if named else "leaderboard"
+    if selection.may_see(phase, False, now):
+        return f'<a href="/tasks/{e(task_id)}/phases/{e(phase.name)}/leaderboard">{label}</a>'
+    opens = selection.board_opens(phase, now)
+    if opens is not None:
+        return f'<span class="opens">{label + " " if named else ""}opens {fmt_when(opens, tz)}</span>'
+    return f'<span class="empty">{label + " " if named else ""}not public</span>'
+
+
+def task_list(tasks: Iterable[Any], settings: dict[str, TaskSettings], now: dt.datetime, tz: Any = None,
+              calendars: dict[str, list[Phase]] | None = None) -> str:
+    """The home page: each task, whether it takes submissions, and its boards the public may open
+    (the task's once published; each phase's by its own rule). "not published" only when none is."""
     rows = []
     for task in tasks:
         s = settings.get(task.id)
         state = "open"
         if s and s.opens and now < s.opens:
-            state = f"opens {_when(s.opens)}"
+            state = f"opens {fmt_when(s.opens, tz)}"
         elif s and s.closes and now >= s.closes:
-            state = f"closed {_when(s.closes)} UTC"
+            state = f"closed {fmt_when(s.closes, tz)}"
         elif s and s.closes:
-            state = f"open until {_when(s.closes)} UTC"
-        board = (f'<a href="/tasks/{e(task.id)}/leaderboard">leaderboard</a>' if s and s.published
-                 else '<span class="empty">not published</span>')
+            state = f"open until {fmt_when(s.closes, tz)}"
+        boards = [f'<a href="/tasks/{e(task.id)}/leaderboard">leaderboard</a>'] if s and s.published else []
+        boards += [phase_board_link(task.id, p, now, tz, named=True) for p in (calendars or {}).get(task.id, [])
+                   if p.leaderboard_public]
+        board = " · ".join(boards) or '<span class="empty">not published</span>'
         rows.append(f'<tr class="task-row" data-task="{e(task.id)}"><td><code>{e(task.id)}</code></td>'
                     f'<td><a href="/tasks/{e(task.id)}">{e(task.title)}</a></td><td>{state}</td><td>{board}</td></tr>')
-    table = ("<table><thead><tr><th>task</th><th>title</th><th>submissions</th><th>leaderboard</th></tr></thead>"
-             f"<tbody>{''.join(rows)}</tbody></table>")
-    return _page("tasks", f'<section class="task">{table}</section>')
+    table = ('<table><thead><tr><th scope="col">task</th><th scope="col">title</th><th scope="col">submissions</th>'
+             f'<th scope="col">leaderboards</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return _page("tasks", f'<section class="task">{zone_form("/", tz)}{table}</section>')
 
 
 def queue_place(sub: Submission, ahead: dict[int, int] | None) -> str:
@@ -101,9 +129,10 @@ def queue_banner(sub: Submission, ahead: dict[int, int] | None) -> str:
 
 
 def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organizer: bool,
-          blind: bool = False, ahead: dict[int, int] | None = None) -> str:
+          blind: bool = False, ahead: dict[int, int] | None = None, tz: Any = None) -> str:
     """One table row per submission; ``blind``: only the fields of the blind allow-list;
-    ``ahead``: the queued submissions' places in the line (:func:`queue_place`)."""
+    ``ahead``: the queued submissions' places in the line (:func:`queue_place`); ``tz``: the
+    reader's zone, shown next to UTC."""
     out = []
     for sub, team in subs:
         key = primary.get(sub.task_id, "")
@@ -126,7 +155,7 @@ def _rows(subs: list[tuple[Submission, str]], primary: dict[str, str], *, organi
                    f'<td><a href="/submissions/{sub.id}">#{sub.id}</a></td><td>{e(team)}</td>'
                    f"<td><code>{e(sub.task_id)}</code>{_phase(sub)}</td><td>{e(tag_label(sub))}</td>"
                    f'<td class="status">{queue_place(sub, ahead)}{hidden}</td><td>{e(run_status or "—")}</td>'
-                   f"<td>{verdict}</td><td>{score}</td><td>{_when(sub.created)}</td>"
+                   f"<td>{verdict}</td><td>{score}</td><td>{fmt_when(sub.created, tz)}</td>"
                    f'<td class="worker">{e(sub.worker or "—")}</td>{actions}</tr>')
     head = ("<tr><th>#</th><th>team</th><th>task</th><th>tag</th><th>status</th><th>run</th><th>validation</th>"
             "<th>primary score</th><th>submitted</th><th>worker</th>"
@@ -156,21 +185,23 @@ def _final(sub: Submission) -> str:
 
 def team_page(team: Team, subs: list[tuple[Submission, str]], primary: dict[str, str], *,
               blind: bool = False, ahead: dict[int, int] | None = None,
-              left: list[tuple[str, int, int]] = ()) -> str:
+              left: list[tuple[str, int, int]] = (), tz: Any = None) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
-    body = (_rows(subs, primary, organizer=False, blind=blind, ahead=ahead) if subs else
+    body = (_rows(subs, primary, organizer=False, blind=blind, ahead=ahead, tz=tz) if subs else
             '<p class="empty">No submissions yet: <code>sharedtask submit --server URL --token T --task ID '
             "--image IMAGE</code></p>")
     if left:  # the quota, before the team finds it by a refusal
         body = ('<p class="quota">Submissions left today (UTC): '
                 + ", ".join(f'<span data-task="{e(task)}"><code>{e(task)}</code> {max(limit - used, 0)} of {limit}'
                             "</span>" for task, used, limit in left) + "</p>" + body)
+    body = zone_form("/team", tz) + body
     return _page(f"submissions of {team.name}", f'<section class="task">{body}</section>', refresh=pending,
                  who=team.name)
 
 
 def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], tasks: Iterable[Any],
-                   settings: dict[str, TaskSettings], teams: list[Team], ahead: dict[int, int] | None = None) -> str:
+                   settings: dict[str, TaskSettings], teams: list[Team], ahead: dict[int, int] | None = None,
+                   tz: Any = None) -> str:
     pending = any(sub.status in PENDING for sub, _ in subs)
     task_rows = []
     for task in tasks:
@@ -198,9 +229,10 @@ def organizer_page(subs: list[tuple[Submission, str]], primary: dict[str, str], 
     teams_html = ("<h3>teams</h3><p>" + (", ".join(e(t.name) for t in teams if not t.organizer) or "none yet")
                   + '</p><form method="post" action="/organizer/teams"><input name="name" placeholder="team name" '
                   'aria-label="name of a new team" required><button>create team</button></form>')
-    subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True, ahead=ahead) if subs else
+    subs_html = "<h3>submissions</h3>" + (_rows(subs, primary, organizer=True, ahead=ahead, tz=tz) if subs else
                                           '<p class="empty">No submissions yet.</p>')
-    return _page("organizer overview", f'<section class="task">{tasks_html}{teams_html}{subs_html}</section>',
+    return _page("organizer overview",
+                 f'<section class="task">{zone_form("/organizer", tz)}{tasks_html}{teams_html}{subs_html}</section>',
                  refresh=pending, who="organizer")
 
 

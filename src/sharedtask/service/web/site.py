@@ -14,19 +14,10 @@ from sharedtask.service import phases, selection
 from sharedtask.service.state import naive_utc, settings_of, task_of, team_names
 from sharedtask.service.models import utcnow
 from sharedtask.service.web import pages, site_pages
-from sharedtask.service.web.common import Db, PhaseIn, State, kept, member, phase_board, viewer
+from sharedtask.service.web.common import (Db, PhaseIn, State, kept, member, phase_board, reader_zone,
+                                           remember_zone, viewer)
 
 router = APIRouter(include_in_schema=False)
-
-
-def _zone(request: Request, tz: str | None) -> Any:
-    return site_pages.zone(tz if tz is not None else request.cookies.get(site_pages.TZ_COOKIE))
-
-
-def _remember(response: HTMLResponse, tz: str | None) -> HTMLResponse:
-    if tz is not None and (tz == "UTC" or site_pages.zone(tz) is not None):
-        response.set_cookie(site_pages.TZ_COOKIE, tz, max_age=365 * 86400, samesite="strict", httponly=True)
-    return response
 
 
 @router.get("/tasks/{task_id}", response_class=HTMLResponse)
@@ -35,9 +26,9 @@ def task_page(task_id: str, request: Request, session: Db, service: State, tz: s
     from sharedtask.service.stages import stages_of
 
     text = site_pages.task_page(task, settings_of(session, task_id), phases.phases_of(session, task_id), utcnow(),
-                                _zone(request, tz), stages_of(session, task_id),
+                                reader_zone(request, tz), stages_of(session, task_id),
                                 server=str(request.base_url).rstrip("/"))  # escaped where it is shown
-    return _remember(HTMLResponse(text), tz)
+    return remember_zone(HTMLResponse(text), tz)
 
 
 @router.get("/tasks/{task_id}/phases/{name}/leaderboard", response_class=HTMLResponse)
@@ -47,14 +38,23 @@ def phase_board_page(task_id: str, name: str, request: Request, session: Db, ser
         task, phase, rows = phase_board(task_id, name, request, session, service)
         who = viewer(request, session)
         return site_pages.board_page(task, phase, rows, team_names(session), bool(who and who.organizer),
-                               _zone(request, tz)).encode()
+                                     zone).encode()
 
+    zone = reader_zone(request, tz)  # the validated zone, never the raw ?tz= (issue 39)
     try:  # kept per viewer and time zone until the next commit or phase boundary (common.kept)
-        zone = _zone(request, tz)  # the validated zone, never the raw ?tz= (issue 39)
         body = kept(service, request, ("phase-board-page", task_id, name, zone.key if zone else None), build)
-    except HTTPException as exc:
-        return HTMLResponse(pages.message_page("not public", str(exc.detail)), exc.status_code)
-    return _remember(HTMLResponse(body), tz)
+    except HTTPException as exc:  # a 404 that says when the board opens, if it will; never a score
+        return remember_zone(HTMLResponse(_closed_board(task_id, name, session, zone, str(exc.detail)),
+                                          exc.status_code), tz)
+    return remember_zone(HTMLResponse(body), tz)
+
+
+def _closed_board(task_id: str, name: str, session: Any, zone: Any, detail: str) -> str:
+    try:
+        phase = phases.named(session, task_id, name)
+    except HTTPException:  # no such task or phase: the refusal's own words
+        return pages.message_page("not public", detail)
+    return site_pages.closed_board_page(task_id, phase, utcnow(), zone)
 
 
 @router.post("/organizer/tasks/{task_id}/phases")

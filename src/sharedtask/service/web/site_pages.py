@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sharedtask.report.html import e, fmt_score
-from sharedtask.service import phases
+from sharedtask.report.html import e, fmt_score, fmt_when
+from sharedtask.service import phases, selection
 from sharedtask.service.models import Phase, Submission, TaskSettings
 from sharedtask.service.entries import tag_label
-from sharedtask.service.web.pages import _page
+from sharedtask.service.web.pages import _page, phase_board_link, report_page, with_nav, zone_form
 
 TZ_COOKIE = "sharedtask_tz"
 
@@ -32,24 +32,8 @@ def zone(name: str | None) -> ZoneInfo | None:
 
 
 def when(value: dt.datetime | None, tz: ZoneInfo | None) -> str:
-    """A stored (naive UTC) time as ``<time>``: UTC, and the reader's zone when one is chosen."""
-    if value is None:
-        return "—"
-    utc = value.replace(tzinfo=dt.timezone.utc, microsecond=0)
-    text = utc.strftime("%Y-%m-%d %H:%M UTC")
-    if tz is not None:
-        local = utc.astimezone(tz)
-        text += f" ({local.strftime('%Y-%m-%d %H:%M')} {e(tz.key)})"
-    return f'<time datetime="{utc.isoformat()}">{text}</time>'
-
-
-def zone_form(path: str, tz: ZoneInfo | None) -> str:
-    """A small form that sets the reader's zone (a list of the IANA names this machine knows)."""
-    current = tz.key if tz else "UTC"
-    options = "".join(f'<option{" selected" if name == current else ""}>{e(name)}</option>'
-                      for name in ["UTC", *sorted(available_timezones())])
-    return (f'<form method="get" action="{e(path)}" class="zone"><label for="tz">show times also in</label> '
-            f'<select id="tz" name="tz">{options}</select> <button>show</button></form>')
+    """A stored (naive UTC) time as ``<time>``, to the second: UTC, and the reader's zone when one is chosen."""
+    return fmt_when(value, tz)
 
 
 def calendar(task_id: str, rows: list[Phase], now: dt.datetime, tz: ZoneInfo | None) -> str:
@@ -59,8 +43,7 @@ def calendar(task_id: str, rows: list[Phase], now: dt.datetime, tz: ZoneInfo | N
     for p in rows:
         limits = ", ".join(x for x in (f"{p.daily_limit} per day" if p.daily_limit else "",
                                        f"{p.total_limit} in all" if p.total_limit else "") if x) or "none"
-        board = (f'<a href="/tasks/{e(task_id)}/phases/{e(p.name)}/leaderboard">leaderboard</a>'
-                 if p.leaderboard_public else "not public")
+        board = phase_board_link(task_id, p, now, tz)
         final = f"up to {p.max_selected} selected run(s)" if p.max_selected else "each team's best run"
         body.append(f'<tr class="phase" data-phase="{e(p.name)}"><th scope="row">{e(p.name)}</th>'
                     f"<td>{phase_now(p, now)}</td><td><code>{e(p.dataset)}</code></td>"
@@ -141,9 +124,13 @@ def task_page(task: Any, settings: TaskSettings | None, rows: list[Phase], now: 
     if settings is not None and (settings.opens or settings.closes):
         window = f"<p>Submissions open {when(settings.opens, tz)}, close {when(settings.closes, tz)}.</p>"
     link = f' <a href="{e(task.url)}">official page</a>' if task.url else ""
+    board = (f'<p class="board">Leaderboard: <a href="/tasks/{e(task.id)}/leaderboard">one row per team</a> '
+             f'(<a href="/tasks/{e(task.id)}/leaderboard?all=1">every run</a>); each phase\'s in the calendar.</p>'
+             if settings is not None and settings.published else
+             "<p class=\"board\">The task's leaderboard is not published yet; each phase's is in the calendar.</p>")
     edition = task.edition if str(task.year) in task.edition else f"{task.lab} {task.year}, {task.edition}"
     body = (f'<section class="task" aria-labelledby="about"><h2 id="about">About</h2><p>{e(task.description)}</p>'
-            f"<p>{e(edition)}.{link}</p>{window}</section>"
+            f"<p>{e(edition)}.{link}</p>{window}{board}</section>"
             '<section class="task" aria-labelledby="calendar"><h2 id="calendar">Calendar</h2>'
             f"{zone_form(f'/tasks/{task.id}', tz)}{calendar(task.id, rows, now, tz)}</section>"
             '<section class="task" aria-labelledby="format"><h2 id="format">What a run reads and writes</h2>'
@@ -213,10 +200,56 @@ def phase_form(task_id: str) -> str:
             + "<button>save phase</button></form>")
 
 
-def organizer_phases(session: Any, tasks: list[Any], now: dt.datetime) -> str:
+def organizer_phases(session: Any, tasks: list[Any], now: dt.datetime, tz: ZoneInfo | None = None) -> str:
     """The organizer page's phases: each task's calendar and the form that makes or changes a phase."""
     parts = []
     for task in tasks:
         parts.append(f'<h4><a href="/tasks/{e(task.id)}">{e(task.id)}</a></h4>'
-                     f"{calendar(task.id, phases.phases_of(session, task.id), now, None)}{phase_form(task.id)}")
+                     f"{calendar(task.id, phases.phases_of(session, task.id), now, tz)}{phase_form(task.id)}")
     return f'<section class="task" aria-labelledby="phases"><h3 id="phases">phases</h3>{"".join(parts)}</section>'
+
+
+def task_board(task: Any, shown: list[tuple[Any, str, int]], *, view: str, team: str | None, total: int,
+               organizer_view: bool, tz: ZoneInfo | None) -> str:
+    """The task's leaderboard as a report page: ``shown`` is (report row, team, the team's runs on the
+    board); ``view``: ``teams`` (one row per team, each with a link to the team's every run), ``all``
+    or ``team`` (every run of ``team``). Each row says when it was submitted, in UTC and ``tz``."""
+    from urllib.parse import quote
+
+    path = f"/tasks/{task.id}/leaderboard"
+    measure = e(task.primary_measure.label)
+    per_team = f'<a href="{e(path)}">one row per team</a>'
+    if view == "teams":
+        for entry, name, runs in shown:
+            if runs > 1:
+                entry.more = (f"{path}?team={quote(name, safe='')}", f"all {runs} runs of {name}")
+        teams = len({name for _, name, _ in shown})
+        intro = (f"One row per team ({teams}): its selected run(s), else its best run by {measure}. "
+                 f'<a href="{e(path)}?all=1">Every run ({total})</a>')
+        keep, suffix = None, ""
+    elif view == "all":
+        intro = f"Every run ({total}), each with its submission time. Back to {per_team}"
+        keep, suffix = {"all": "1"}, ", every run"
+    else:
+        intro = f"Every run of {e(team)} ({len(shown)}), each with its submission time. Back to {per_team}"
+        keep, suffix = {"team": team or ""}, f", team {team}"
+    title = f"{task.id}: leaderboard{suffix}" + (" (organizer view)" if organizer_view else "")
+    page = report_page(task, [entry for entry, _, _ in shown], title, zone=tz)
+    banner = (f'<div class="board-view"><p>{intro} · <a href="/tasks/{e(task.id)}">the task</a></p>'
+              f"{zone_form(path, tz, keep)}</div>")
+    return with_nav(page, banner)
+
+
+def closed_board_page(task_id: str, phase: Phase, now: dt.datetime, tz: ZoneInfo | None) -> str:
+    """What a phase's board that the public may not see says (status 404): when it opens, if it will.
+    Nothing of its runs: no team, no score."""
+    opens = selection.board_opens(phase, now)
+    if opens is not None:
+        text = (f"The leaderboard of phase {e(phase.name)} opens when the phase closes, at {when(opens, tz)}: "
+                "until then the phase keeps its scores back.")
+    else:
+        text = f"The leaderboard of phase {e(phase.name)} is not public."
+    path = f"/tasks/{task_id}/phases/{phase.name}/leaderboard"
+    return _page(f"{task_id}, phase {phase.name}: leaderboard not open yet" if opens else "not public",
+                 f'<section class="task"><p class="closed">{text}</p>'
+                 f'<p><a href="/tasks/{e(task_id)}">the task and its calendar</a></p>{zone_form(path, tz)}</section>')

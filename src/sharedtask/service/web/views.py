@@ -10,12 +10,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from sharedtask.service import entries, phases, submissions, visibility
+from sharedtask.service import boards, entries, phases, submissions, visibility
 from sharedtask.service.models import Submission, Team, utcnow
 from sharedtask.service.state import all_settings, primary_measures, task_of, team_names
 from sharedtask.service.submissions import ahead_of
@@ -23,8 +23,8 @@ from sharedtask.service.teams import signin
 from sharedtask.service.teams.signin import COOKIE
 from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.web import pages, site_pages
-from sharedtask.service.web.common import (Db, SettingsIn, State, kept, may_see_board, member, state, viewer,
-                                           visible)
+from sharedtask.service.web.common import (Db, SettingsIn, State, kept, may_see_board, member, reader_zone,
+                                           remember_zone, state, viewer, visible)
 
 router = APIRouter(include_in_schema=False)
 
@@ -56,8 +56,10 @@ def tasks(service: Any) -> list[Any]:
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(session: Db, service: State) -> HTMLResponse:
-    return html(pages.task_list(tasks(service), all_settings(session), utcnow()))
+def index(request: Request, session: Db, service: State, tz: str | None = None) -> HTMLResponse:
+    text = pages.task_list(tasks(service), all_settings(session), utcnow(), reader_zone(request, tz),
+                           phases.calendars(session))
+    return remember_zone(html(text), tz)
 
 
 def login_response(token: str, session: Session, next_page: str = "") -> HTMLResponse | RedirectResponse:
@@ -103,18 +105,21 @@ async def login_form(request: Request, session: Db) -> Any:
 
 
 @router.get("/team", response_class=HTMLResponse)
-def team_page(request: Request, session: Db, service: State) -> HTMLResponse:
+def team_page(request: Request, session: Db, service: State, tz: str | None = None) -> HTMLResponse:
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
     subs = listing(session, who)
     ahead = ahead_of(session) if any(sub.status == "queued" for sub, _ in subs) else None
-    return html(pages.team_page(who, subs, primary_measures(service), blind=submissions.blind_for(service, who),
-                                ahead=ahead, left=submissions.left_today(service, session, who)))
+    return remember_zone(html(pages.team_page(who, subs, primary_measures(service),
+                                              blind=submissions.blind_for(service, who), ahead=ahead,
+                                              left=submissions.left_today(service, session, who),
+                                              tz=reader_zone(request, tz))), tz)
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(submission_id: int, request: Request, session: Db, service: State) -> HTMLResponse:
+def submission_page(submission_id: int, request: Request, session: Db, service: State,
+                    tz: str | None = None) -> HTMLResponse:
     from sharedtask.spec import load_task
 
     who = signed_in(request, session)
@@ -124,43 +129,61 @@ def submission_page(submission_id: int, request: Request, session: Db, service: 
     seen_by = (visibility.ORGANIZER if who.organizer else visibility.BLIND if submissions.blind_for(service, who)
                else visibility.TEAM)
     entry = entries.entry_of(sub, team_names(session)[sub.team_id], seen_by=seen_by)
-    text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})")
+    text = pages.report_page(load_task(sub.task_id), [entry], f"submission #{sub.id}: {entry.name} ({sub.status})",
+                             zone=reader_zone(request, tz))
     queued = pages.queue_banner(sub, ahead_of(session)) if sub.status == "queued" else ""
     banner = pages.failure_banner(entry, sub) or queued
     text = pages.with_nav(text.replace("<h3>Leaderboard</h3>", "<h3>The run</h3>", 1), banner)
     if sub.status in entries.PENDING:
         text = text.replace("<head>", f'<head><meta http-equiv="refresh" content="{pages.REFRESH_SECONDS}">', 1)
-    return html(text)
+    return remember_zone(html(text), tz)
 
 
 @router.get("/tasks/{task_id}/leaderboard", response_class=HTMLResponse)
-def leaderboard_page(task_id: str, request: Request, session: Db, service: State) -> HTMLResponse:
+def leaderboard_page(task_id: str, request: Request, session: Db, service: State, tz: str | None = None,
+                     every: bool = Query(False, alias="all", description="every run, not one row per team"),
+                     team: str | None = Query(None, max_length=64, description="every run of this team")) -> HTMLResponse:
+    """One row per team (:mod:`sharedtask.service.boards`), ``?all=1`` every run, ``?team=NAME`` a team's runs."""
     task = task_of(service, task_id)
+    zone = reader_zone(request, tz)
+    team_id = None if team is None else next((i for i, n in team_names(session).items() if n == team), None)
+    view = "team" if team is not None else "all" if every else "teams"
 
     def build() -> bytes:
-        organizer_view = may_see_board(request, session, task_id)
-        entries = submissions.board_entries(service, session, task_id, organizer_view=organizer_view)
-        title = f"{task_id}: leaderboard" + (" (organizer view)" if organizer_view else "")
-        return pages.with_nav(pages.report_page(task, entries, title)).encode()
+        organizer_view = may_see_board(request, session, task_id)  # 404 first: no team is named before
+        names = team_names(session)
+        if team is not None and team_id is None:
+            raise HTTPException(404, f"no team {team!r} has runs on the leaderboard of {task_id}")
+        pairs = submissions.board_pairs(service, session, task_id, organizer_view=organizer_view)
+        if view == "teams":
+            shown = [(row.entry, names[row.team_id], row.runs) for row in boards.per_team(task, pairs)]
+        else:
+            chosen = boards.of_team(pairs, team_id) if team_id is not None else pairs
+            shown = [(entry, names[run.team_id], 0) for run, entry in chosen]
+        return site_pages.task_board(task, shown, view=view, team=team, total=len(pairs),
+                                     organizer_view=organizer_view, tz=zone).encode()
 
+    key = ("leaderboard-page", task_id, view, team_id, zone.key if zone else None)  # canonical values only
     try:  # kept per viewer until the next commit or task/phase boundary (common.kept)
-        body = kept(service, request, ("leaderboard-page", task_id), build)
+        body = build() if team is not None and team_id is None else kept(service, request, key, build)
     except HTTPException as exc:
         return html(pages.message_page("not published", str(exc.detail)), exc.status_code)
-    return HTMLResponse(body)
+    return remember_zone(HTMLResponse(body), tz)
 
 
 @router.get("/organizer", response_class=HTMLResponse)
-def organizer_page(request: Request, session: Db, service: State) -> HTMLResponse:
+def organizer_page(request: Request, session: Db, service: State, tz: str | None = None) -> HTMLResponse:
     who = signed_in(request, session)
     if isinstance(who, HTMLResponse):
         return who
     if not who.organizer:
         return html(pages.message_page("organizer only", "Only the organizer may see this page."), 403)
     teams = list(session.scalars(select(Team).order_by(Team.id)))
+    zone = reader_zone(request, tz)
     text = pages.organizer_page(listing(session, who), primary_measures(service), tasks(service),
-                                all_settings(session), teams, ahead=ahead_of(session))
-    return html(text.replace("</main>", site_pages.organizer_phases(session, tasks(service), utcnow()) + "</main>", 1))
+                                all_settings(session), teams, ahead=ahead_of(session), tz=zone)
+    phases_html = site_pages.organizer_phases(session, tasks(service), utcnow(), zone)
+    return remember_zone(html(text.replace("</main>", phases_html + "</main>", 1)), tz)
 
 
 async def organizer_form(request: Request, session: Session) -> tuple[Team, dict[str, list[str]]]:
