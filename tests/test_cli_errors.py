@@ -105,9 +105,8 @@ def test_help_is_complete(path: tuple[str, ...], tmp_path: Path) -> None:
                 assert choice.dest in out and choice.help, choice.dest
                 assert _words(choice.help) in flat, choice.help
             continue
-        if getattr(action, "renamed_to", None):  # an older name, hidden on purpose: its new one is shown
-            assert action.renamed_to in out, (path, action.renamed_to)
-            continue
+        for old in getattr(action, "renamed_from", ()):  # an older name, hidden on purpose
+            assert f"{old} " not in out and f"{old}\n" not in out and f"{old}," not in out, (path, old)
         assert action.help and action.help != argparse.SUPPRESS, (path, action.dest)
         names = action.option_strings or [action.metavar or action.dest]
         for name in names:
@@ -147,7 +146,7 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("check-input",): ["check-input", "--task", "TASK_ID", "SAMPLE/input"],
     ("validate",): ["validate", "SAMPLE/run.txt", "--task", "TASK_ID"],
     ("run",): ["run", "--task", "TASK_ID", "--image", "does-not-exist:1"],
-    ("rerank-input",): ["rerank-input", "--task", "TASK_ID", "--run", "SAMPLE/run.txt", "--out", "new-folder"],
+    ("rerank-input",): ["rerank-input", "--task", "TASK_ID", "--run", "SAMPLE/run.txt", "--output", "new-folder"],
     ("evaluate",): ["evaluate", "SAMPLE/run.txt", "--task", "TASK_ID", "--truth", "SAMPLE/truth"],
     ("baseline", "run"): ["baseline", "run", "lucene-bm25", "--task", "TASK_ID"],
     ("demo",): ["demo", "--task", "TASK_ID"],
@@ -157,7 +156,7 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("serve",): ["serve", "--task", "TASK_ID", "--data-dir", "new-folder"],
     ("submit",): ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", "TASK_ID", "--image", "x"],
     ("data", "ir-layout"): ["data", "ir-layout", "--task", "TASK_ID", "SAMPLE/input"],
-    ("pool",): ["pool", "SAMPLE/run.txt", "--task", "TASK_ID", "--out", "new-folder"],
+    ("pool",): ["pool", "SAMPLE/run.txt", "--task", "TASK_ID", "--output", "new-folder"],
     ("agreement",): ["agreement", "SAMPLE/truth/qrels.txt", "SAMPLE/truth/qrels.txt", "--task", "TASK_ID"],
 }
 
@@ -267,7 +266,7 @@ def test_evaluate_tira_mode_without_its_folders(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert_one_line_error(proc, "$inputRun")
     assert_one_line_error(cli("evaluate", "--tira", "--task", TASK, "--input-run", tmp_path / "r", "--input-dataset",
-                              tmp_path / "t", "--output-dir", tmp_path / "o", cwd=tmp_path), "does not exist")
+                              tmp_path / "t", "--output", tmp_path / "o", cwd=tmp_path), "does not exist")
 
 
 def test_run_missing_input_folder(tmp_path: Path) -> None:
@@ -305,8 +304,8 @@ def test_new_submission_into_a_non_empty_folder_or_nowhere(tmp_path: Path) -> No
 
 def test_demo_out_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("x")
-    assert_one_line_error(cli("demo", "--task", TASK, "--out", "out", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
-                          "--out out is a file")
+    assert_one_line_error(cli("demo", "--task", TASK, "--output", "out", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
+                          "--output out is a file")
 
 
 # ---------------------------------------------------------------- Docker
@@ -363,7 +362,7 @@ def test_demo_names_why_a_submission_did_not_run(docker_client, tmp_path: Path) 
     subs = _write(tmp_path / "subs.yml", _submissions(
         **{"team-typo": {"image": "Team/Ranker:1", "tasks": [TASK]},
            "team-missing": {"image": "sharedtask-test/never-built:1", "tasks": [TASK]}}))
-    proc = cli("demo", "--task", TASK, "--submissions", subs, "--no-baselines", "--out", "demo", cwd=tmp_path)
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--no-baselines", "--output", "demo", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
     flat = _words(proc.stdout.replace("│", " "))
     assert "team-typo error: sandbox: invalid image reference 'Team/Ranker:1'" in flat
@@ -385,7 +384,7 @@ def test_baseline_run_through_the_console_script(docker_client, base_image, tmp_
 
 @pytest.mark.parametrize("argv", [
     ["run", "--task", TASK, "--image", "sharedtask/base:latest"],
-    ["demo", "--task", TASK, "--out", "demo"],
+    ["demo", "--task", TASK, "--output", "demo"],
     ["baseline", "build", "lucene-bm25"],
     ["baseline", "run", "lucene-bm25", "--task", TASK],
 ], ids=lambda a: " ".join(a[:2]))
@@ -439,7 +438,7 @@ MALFORMED = {
 def test_demo_malformed_submissions_file(case: str, tmp_path: Path) -> None:
     text, needles = MALFORMED[case]
     subs = _write(tmp_path / "subs.yml", text)
-    proc = cli("demo", "--task", TASK, "--submissions", subs, "--out", "demo", cwd=tmp_path,
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--output", "demo", cwd=tmp_path,
                env={"DOCKER_HOST": NO_DOCKER})  # the file is checked before Docker
     assert_one_line_error(proc, *needles)
     assert not (tmp_path / "demo").exists()
@@ -449,7 +448,7 @@ def test_demo_malformed_submissions_file(case: str, tmp_path: Path) -> None:
 def test_demo_and_baseline_malformed_manifest(case: str, tmp_path: Path) -> None:
     text, needles = MALFORMED[case]
     manifest = _write(tmp_path / "tira.yml", text)
-    assert_one_line_error(cli("demo", "--manifest", manifest, "--out", "demo", cwd=tmp_path), *needles)
+    assert_one_line_error(cli("demo", "--manifest", manifest, "--output", "demo", cwd=tmp_path), *needles)
     # --manifest before or after the baseline subcommand
     assert_one_line_error(cli("baseline", "--manifest", manifest, "list", cwd=tmp_path), *needles)
     assert_one_line_error(cli("baseline", "list", "--manifest", manifest, cwd=tmp_path), *needles)

@@ -3,7 +3,7 @@
     sharedtask evaluate RUN... --task ID [--qrels FILE] [--truth DIR] [--input DATASET_DIR]
                         [--per-topic] [--json | --prototext | --csv] [--measures KEY ...]
                         [--significance {ttest,permutation}] [--grader FILE]
-    sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output-dir DIR]
+    sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output DIR]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole, err_console, escape
+from sharedtask.cli import LazyConsole, err_console, escape, options
 from sharedtask.errors import SharedTaskError
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="read $inputRun and $inputDataset, write $outputDir/evaluation.prototext")
     tira.add_argument("--input-run", type=Path, help="run directory (default $inputRun)")
     tira.add_argument("--input-dataset", type=Path, help="truth directory (default $inputDataset)")
-    tira.add_argument("--output-dir", type=Path, help="output directory (default $outputDir)")
+    options.add_output(tira, "output directory (default $outputDir)")
+    options.renamed_option(tira, "--output-dir", "--output")
     p.set_defaults(func=run)
 
 
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
         if args.runs:
             raise SharedTaskError("--tira reads $inputRun; do not give RUN files")
-        result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output_dir)
+        result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output)
         err_console.print(f"wrote {path}")
         sys.stdout.write(to_prototext(result))
         return 0

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole, escape, renamed_option
+from sharedtask.cli import LazyConsole, escape, options
 from sharedtask.cli.compare import add_comparison_options, exit_code, show, thresholds
 from sharedtask.errors import SharedTaskError
 
@@ -32,16 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("record", nargs="?", type=Path, metavar="RECORD",
                    help="run-record.json of the run to reproduce (or the folder holding it)")
-    p.add_argument("--output", type=Path, metavar="DIR",
-                   help="output folder of the re-run (must be empty); with --all where the re-runs go "
-                        "(default ./sharedtask-reproduce)")
-    renamed_option(p, "--out", "--output", "output", type=Path)
+    options.add_output(p, "output folder of the re-run (must be empty); with --all where the re-runs go "
+                          "(default ./sharedtask-reproduce)")
     p.add_argument("--trust-record", action="store_true",
                    help="honour the record's mounts, network, user, runtime and limits as recorded (by default "
                         "they come from the task's policy and a record asking for more is refused)")
     # --input DIR (the dataset's input folder; default: the recorded one when it is the task's sample
     # or a dataset of the data store) comes with the comparison options below
-    renamed_option(p, "--dataset", "--input", "input_dir", type=Path)  # --dataset is a registry id elsewhere
     p.add_argument("--input-run", type=Path, metavar="DIR",
                    help="the input run to mount: a stage folder or a first stage's run (default: a re-ranker's "
                         "recorded stage folder while it holds the recorded candidates; any other recorded input run "
@@ -57,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="emulate an older CPU in the re-runs: native, haswell (no AVX-512) or nehalem (no AVX); "
                         "default: the recorded profile, with --all $SHAREDTASK_CPU_PROFILE or native")
     add_comparison_options(p)
+    options.renamed_option(p, "--dataset", "--input")  # --dataset is a registry id elsewhere
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.set_defaults(func=run)
 

@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
         from sharedtask.errors import SharedTaskError
 
         raise SharedTaskError(f"{args.input_run} holds no rerank.jsonl.gz",
-                              hint="make it with sharedtask rerank-input --task ID --run FIRST_STAGE_RUN --out DIR")
+                              hint="make it with sharedtask rerank-input --task ID --run FIRST_STAGE_RUN --output DIR")
     result = validate(args.run, task, topics=topics, input_dir=args.input, input_run=args.input_run)
     report = fix_run(args.run, task, args.fix) if args.fix else None
     if args.json:
