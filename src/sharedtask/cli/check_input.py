@@ -48,10 +48,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def render(report: InputReport) -> None:
-    from rich.filesize import decimal
     from rich.table import Table
 
     from sharedtask.findings.output import render_findings
+    from sharedtask.units import format_size
 
     table = Table(title=f"{report.task.id}: input contract of {report.directory}", title_justify="left")
     for col, justify in (("path", "left"), ("format", "left"), ("files", "right"), ("records", "right"),
@@ -60,7 +60,7 @@ def render(report: InputReport) -> None:
     style = {"ok": "green", "optional-missing": "dim", "missing": "bold red", "invalid": "bold red"}
     for c in report.checks:
         status = f"[{style[c.status]}]{c.status}[/]" + (f": {c.message}" if c.message and c.status != "ok" else "")
-        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", decimal(c.bytes), status)
+        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", format_size(c.bytes), status)
     console.print(table)
     console.print(f"topics: {len(report.topics)}")
     render_findings(console.real, report.findings)

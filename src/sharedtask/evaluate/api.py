@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sharedtask import families, formats
-from sharedtask.errors import SharedTaskError
+from sharedtask.errors import SharedTaskError, choices_hint
 from sharedtask.formats.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
@@ -51,8 +51,8 @@ def _selected(task, measures: list[str] | None):
     for name in measures:
         matches = [m for m in specs if m.key == name] or [m for m in specs if m.id == name]
         if not matches:
-            known = ", ".join(m.key for m in specs)
-            raise SharedTaskError(f"task {task.id} has no measure {name!r}", hint=f"known measures: {known}")
+            raise SharedTaskError(f"task {task.id} has no measure {name!r}",
+                                  hint=choices_hint(name, (m.key for m in specs), "measures"))
         wanted.extend(m for m in matches if m not in wanted)
     return [m for m in specs if m in wanted]
 
