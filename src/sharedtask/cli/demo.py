@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
+from sharedtask.folders import check_output_option
 from sharedtask.untrusted import markup_safe
 
 # The pipeline, Docker and rich's widgets are imported where used: --help needs none of them.
@@ -97,8 +98,7 @@ def _run(args: argparse.Namespace) -> int:
             raise SharedTaskError(f"no baseline or submission serves {task.id}")
     for task in tasks:  # the user's own mistakes first, then the machine's
         manifest.dataset(task, args.dataset)
-    if args.output.exists() and not args.output.is_dir():
-        raise SharedTaskError(f"--output {args.output} is a file, not a folder")
+    check_output_option(args.output)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from sharedtask.images.client import docker_client

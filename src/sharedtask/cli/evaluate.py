@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.spec import load_task
 
     task = load_task(args.task)
+    if not 0 < args.alpha < 1:
+        raise SharedTaskError(f"--alpha {args.alpha:g}: the significance level must be between 0 and 1, e.g. 0.05")
     console = LazyConsole(highlight=False, soft_wrap=False)
     if args.tira:
         from sharedtask.evaluate.tira import evaluate_tira
@@ -86,6 +88,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.runs:
         raise SharedTaskError("no run given", hint="sharedtask evaluate RUN... --task ID --qrels FILE")
+    if args.significance and len(args.runs) < 2:
+        raise SharedTaskError("--significance compares runs: give at least two")
+    if args.prototext and len(args.runs) > 1:  # before any run is read
+        raise SharedTaskError(f"--prototext writes one run's evaluation; {len(args.runs)} runs given",
+                              hint="give a single run, or use --json or --csv for several")
     per_topic = args.per_topic or bool(args.significance)
     truth, note = _official_truth(task.id, args)
     grader = None

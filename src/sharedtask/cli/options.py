@@ -35,7 +35,15 @@ def server(args: argparse.Namespace) -> Server:
 
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    return Server(server_address(args.server), args.token)
+    token = args.token.strip()
+    # The service's tokens are secrets.token_urlsafe text (service/teams/tokens.py): a pasted
+    # "Bearer st_...", quotes or a space inside are refused here, before a request is sent.
+    # The token itself is not echoed: only where it goes wrong.
+    bad = next((i for i, c in enumerate(token) if not (c.isascii() and (c.isalnum() or c in "_-"))), None)
+    if bad is not None:
+        raise SharedTaskError(f"invalid token: character {bad + 1} is {token[bad]!r}; a token is one word of "
+                              "letters, digits, '_' and '-'", hint="pass it as the service printed it, e.g. --token st_...")
+    return Server(server_address(args.server), token)
 
 
 def server_address(url: str) -> str:
@@ -81,9 +89,22 @@ def add_worker_images_url(parser: argparse.ArgumentParser | argparse._ArgumentGr
                              "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
 
 
+def check_broker_url(url: str) -> None:
+    """A broker URL Celery can use (BROKER_URLS); anything else is refused before Docker or
+    Celery is asked: ``--broker notaurl`` was read by kombu as amqp://guest@notaurl, so a worker
+    retried for ever and ``demo`` ended in a traceback."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("redis", "rediss", "amqp", "amqps") or not parts.hostname:
+        raise SharedTaskError(f"invalid --broker {url!r}", hint=f"expected {BROKER_URLS}")
+
+
 def check_broker(args: argparse.Namespace) -> None:
     """The broker options make sense together: the queue and the image archives need a broker,
     the archives' URL needs their folder."""
+    if args.broker:
+        check_broker_url(args.broker)
     if not args.broker and (args.images_dir or args.images_url or args.queue):
         raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
     if args.images_url and not args.images_dir:

@@ -74,6 +74,19 @@ def parse_depths(items: list[str]) -> dict[str, int]:
     return out
 
 
+def _check_pool_folder(folder: Path) -> None:
+    """No silent overwrite (issue 40): a pool folder already holding a pool keeps it; its
+    judgments refer to that pool's items and display order."""
+    from sharedtask.edition.pooling import POOL_JSON
+    from sharedtask.errors import SharedTaskError
+    from sharedtask.folders import check_output_option
+
+    check_output_option(folder)
+    if (folder / POOL_JSON).exists():
+        raise SharedTaskError(f"--output {folder} holds a pool already ({POOL_JSON}); pooling again would replace it",
+                              hint="name a new folder, or remove the old pool first")
+
+
 def _main(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -83,6 +96,7 @@ def _main(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     runs = parse_runs(args.runs, args.alternate, args.shared)
     depths = parse_depths(args.depth)
+    _check_pool_folder(args.output)
     formulas = args.formulas
     if formulas is None and task.pooling is not None and task.pooling.unit == "visual-id":
         formulas = task.sample_dir / "input" / "formulas"

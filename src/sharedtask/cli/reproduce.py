@@ -66,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
     if args.all and (args.trust_record or args.input_dir or args.input_run):
         raise SharedTaskError("--trust-record, --input and --input-run are for one RECORD, not --all")
+    thresholds(args)  # the user's mistakes (a bound out of range, an unknown profile) before Docker's
+    if args.cpu_profile is not None:
+        from sharedtask.sandbox.cpu import profile
+
+        profile(args.cpu_profile)
     if args.all:
         return _all(args)
     from sharedtask.reproduce import reproduce_record
@@ -106,16 +111,16 @@ def _all(args: argparse.Namespace) -> int:
     docker_client()  # one clear line when Docker is not there, before any work
     out = (args.output or Path("sharedtask-reproduce")).resolve()
     stderr = Console(stderr=True, highlight=False)
-    options = dict(tasks=tasks, references=args.references, update=args.update, thresholds=thresholds(args),
-                   cpu=args.cpu_profile)
+    settings = dict(tasks=tasks, references=args.references, update=args.update, thresholds=thresholds(args),
+                    cpu=args.cpu_profile)
     if stderr.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:
             status = progress.add_task("starting", total=None)
             reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
-                                       **options)
+                                       **settings)
     else:  # a log or CI: rich draws nothing there, so one line per step (minutes pass between them)
-        reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **options)
+        reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **settings)
     replaced = bool(args.report) and args.report.exists()  # said, not silent (issue 40)
     if args.report:
         from sharedtask.reproduce import report_sections

@@ -32,6 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_main)
 
 
+def _check_stage_folder(output: Path, run: Path) -> None:
+    """No silent overwrite (issue 40): ``--output`` is a new or empty folder, or the stage folder
+    the run itself is in (its candidates made again, the same bytes)."""
+    from sharedtask.errors import SharedTaskError
+    from sharedtask.folders import check_output_option
+
+    check_output_option(output)
+    inside = run.resolve() == output.resolve() or output.resolve() in run.resolve().parents
+    if output.is_dir() and any(output.iterdir()) and not inside:
+        raise SharedTaskError(f"--output {output} is not empty", hint="name a new folder for the stage, or remove it")
+
+
 def _main(args: argparse.Namespace) -> int:
     from sharedtask.errors import SharedTaskError
     from sharedtask.rerank import prepare_stage
@@ -48,6 +60,7 @@ def _main(args: argparse.Namespace) -> int:
         dataset = args.input or task.sample_dir / "input"
     if not Path(dataset).is_dir():
         raise SharedTaskError(f"input dataset directory {dataset} does not exist")
+    _check_stage_folder(args.output, args.run)
     summary = prepare_stage(task, Path(dataset), args.run, args.output, args.depth)
     console.print(f"wrote {summary.path}: {summary.candidates:,} candidates of {summary.topics:,} topics "
                   f"(top {summary.depth} each), sha256 {summary.sha256[:16]}…")

@@ -40,6 +40,10 @@ def main(args: argparse.Namespace) -> int:
     from sharedtask.validate import fix_run, load_topics, validate
 
     task = load_task(args.task)
+    if args.examples < 0:
+        from sharedtask.errors import SharedTaskError
+
+        raise SharedTaskError(f"--examples {args.examples}: must be 0 or more (0: only the count of each finding)")
     if args.fix is not None and args.fix.is_file():  # no silent overwrite of a file the user has
         from sharedtask.errors import SharedTaskError
 

@@ -134,8 +134,14 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    if truth_dir is not None and Path(truth_dir).is_file():
+        raise SharedTaskError(f"--truth {truth_dir} is a file, not a folder",
+                              hint=f"give a qrels file as --qrels {truth_dir}, or the dataset's truth folder as --truth")
     _check_placed_truth(truth_dir, qrels)
     family = families.get(task.family)
+    if answer_map is not None and family.evaluator != f"{__name__}:score_task3":  # else silently unused
+        raise SharedTaskError(f"--answer-map ties ARQMath Task 3 answers to their assessments; {task.id} has no "
+                              "such answers", hint="drop --answer-map")
     source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
     if family.qrels:
         if source.path("relevance") is None:
