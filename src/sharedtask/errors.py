@@ -30,11 +30,13 @@ def choices_hint(name: str, known: Iterable[str], what: str) -> str:
 
     Why: a newcomer's typo (``touche-2021-tsak1``, ``ndgc@10``) should not make them read a
     list of twenty ids. The match is difflib's ratio (stdlib) on lower case, so a wrongly
-    cased id is offered too; nothing is matched loosely, only suggested.
+    cased id is offered too, else the first choice the name begins; nothing is matched
+    loosely, only suggested.
     """
     choices = list(known)
     lowered = {c.lower(): c for c in choices}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6) or \
+        [c for c in lowered if name and c.startswith(name.lower())][:1]  # "ndcg" for "ndcg_prime"
     lead = f"did you mean {lowered[close[0]]!r}? " if close else ""
     return f"{lead}known {what}: {', '.join(choices) or 'none'}"
 
