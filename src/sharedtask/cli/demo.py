@@ -297,11 +297,10 @@ def _task_table(outcome):
 
 def _edition(args: argparse.Namespace) -> int:
     """``demo --edition``: sharedtask.edition.demo on one task's sample."""
-    from rich.table import Table
-
     from sharedtask.cli import escape
     from sharedtask.edition.demo import run_edition_demo, runs_from
     from sharedtask.spec import load_task
+    from sharedtask.tables import Column, KeyedTable
 
     if args.task and len(args.task) > 1:
         raise SharedTaskError("--edition runs one task at a time: give one --task")
@@ -315,9 +314,8 @@ def _edition(args: argparse.Namespace) -> int:
         paths = [default]
     result = run_edition_demo(task, runs_from(paths), args.output, error_rate=args.error_rate, double=args.double,
                               seed=args.seed, say=lambda m: console.print(escape(m)))
-    table = Table(title=f"{task.id}: {result.measure}", title_justify="left")
-    for column in ("run", "new qrels", "sample truth"):
-        table.add_column(column, justify="left" if column == "run" else "right")
+    table = KeyedTable([Column("run"), Column("new qrels", "right", whole=True), Column("sample truth", "right", whole=True)],
+                       title=f"{task.id}: {result.measure}", title_justify="left")
     for name, old, new in result.board:
         table.add_row(escape(name), "-" if new is None else f"{new:.4f}", "-" if old is None else f"{old:.4f}")
     console.print(table)
