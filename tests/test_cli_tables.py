@@ -186,3 +186,18 @@ def test_docker_doctor_keeps_each_check_whole(width: int) -> None:
     assert done.returncode == 1, done.stderr
     _whole("\n".join(line for line in done.stdout.splitlines() if not line.startswith("Fix it all")),
            ["docker CLI", "docker daemon"], width)
+
+
+@pytest.mark.parametrize("task_id", ["arqmath-3-task2", "touche-2021-task1"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_tasks_show_keeps_each_contracts_path_format_and_role_whole(task_id: str, width: int) -> None:
+    """`tasks show` at 80 columns cut "formulas/*.t…", "arqmath-posts-…" and the run file pattern."""
+    task = load_task(task_id)
+    out = _cli(["tasks", "show", task_id], width)
+    files = [*task.input.files, *task.truth.files]
+    _whole(out, [f.path for f in files] + [f.format for f in files] + [f.role for f in files]
+           + [m.key for m in task.measures], width)
+    assert "…" not in out
+    if task.output.file_name_pattern:  # folded over lines, never cut
+        flat = "".join(line.strip("│ ") for line in out.splitlines())
+        assert task.output.file_name_pattern in flat
