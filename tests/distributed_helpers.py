@@ -237,37 +237,3 @@ def workers(tmp_path):
     yield start
     for worker in started:
         worker.stop()
-
-
-
-
-class Registry:
-    """Debian's docker-registry (the distribution registry) on 127.0.0.1:<free port>, storage in a folder."""
-
-    def __init__(self, binary: str, folder: Path) -> None:
-        self.port = free_port()
-        folder.mkdir(parents=True, exist_ok=True)
-        config = folder / "config.yml"
-        config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'data'}\n"
-                          f"http:\n  addr: 127.0.0.1:{self.port}\n")
-        self.proc = subprocess.Popen([binary, "serve", str(config)], stdout=open(folder / "registry.log", "wb"),
-                                     stderr=subprocess.STDOUT)
-        wait_for(lambda: _answers(self.port), 30)
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
-
-
-def _answers(port: int) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False

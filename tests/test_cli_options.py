@@ -14,7 +14,8 @@ from sharedtask.cli import build_parser
 from sharedtask.cli.options import BROKER_URLS
 
 CLI = Path(__file__).resolve().parents[1] / "src" / "sharedtask" / "cli"
-SHARED = {"--server", "--token", "--broker", "--queue", "--images-dir", "--images-url", "--output", "--out"}
+SHARED = {"--server", "--token", "--broker", "--queue", "--images-registry", "--images-dir", "--images-url",
+          "--output", "--out"}
 
 
 def test_no_command_declares_a_shared_option_itself() -> None:

@@ -211,13 +211,13 @@ def test_a_restarted_coordinator_takes_results_instead_of_running_again(docker_c
 
 
 def test_an_image_reaches_the_worker_from_a_registry_by_digest(docker_client, broker, workers, tmp_path):
-    from distributed_helpers import Registry, ensure_installed
+    from distributed_helpers import ensure_installed
+    from sharedtask.images.registry import start_local
     from sharedtask.images.shipping import push
 
-    binary = ensure_installed("docker-registry", "docker-registry")
-    if binary is None:
+    if ensure_installed("docker-registry", "docker-registry") is None:
         pytest.skip("Debian's docker-registry is not installed")
-    registry = Registry(binary, tmp_path / "registry")
+    registry = start_local(tmp_path / "registry")
     job = None
     image = build_tiny_image(docker_client, tmp_path / "img", REFERENCE)
     try:

@@ -4,6 +4,7 @@ and the embedded local pool (`--parallel 2`); both rank the same runs with the s
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -89,22 +90,26 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
 
 def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_runs_nothing(
         docker_client, submissions, tmp_path, tiny_image):
-    from distributed_helpers import Registry, ensure_installed
+    from distributed_helpers import ensure_installed
     from sharedtask.executor.kubernetes import POD_SECURITY
+    from sharedtask.images.registry import start_local
 
     out, manifests = tmp_path / "out", tmp_path / "k8s"
     # without a registry the images have no digest a cluster could pull: one line, nothing written
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
                  "--kubernetes", str(manifests / "tags"), "--output", str(out)]) == 2
     assert not list((manifests / "tags").glob("team-*.yaml"))
-    binary = ensure_installed("docker-registry", "docker-registry")
-    if binary is None:
+    if ensure_installed("docker-registry", "docker-registry") is None:
         pytest.skip("Debian's docker-registry is not installed")
-    registry = Registry(binary, tmp_path / "registry")
+    registry = start_local(tmp_path / "registry")
     try:
         assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                     "--kubernetes", str(manifests), "--registry", registry.address, "--output", str(out)]) == 0
-        digest = docker_client.images.get(tiny_image).attrs["RepoDigests"]  # what the push reported
+                     "--kubernetes", str(manifests), "--images-registry", registry.address, "--output", str(out)]) == 0
+        name, _, tag = tiny_image.rpartition(":")  # the registry's own word on what the push stored
+        request = urllib.request.Request(f"http://{registry.address}/v2/{name}/manifests/{tag}", method="HEAD",
+                                         headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            digest = [f"{name}@{response.headers['Docker-Content-Digest']}"]
     finally:
         registry.stop()
         for image in docker_client.images.list():  # the tags the push added (the registry's name)

@@ -96,6 +96,32 @@ def test_qrels_command_from_judged_folder(tmp_path: Path) -> None:
     assert "cid.qrels:1" in line and "not in the pool" in line
 
 
+def test_task3_answers_judged_in_task1_pool_get_qrels_and_known_answers_of_their_own(tmp_path: Path) -> None:
+    """ARQMath-3 Task 3 in Task 1's pool: `qrels --register` registers Task 3's share with the pool's
+    answer texts as its known answers, so `evaluate --dataset` scores the Task 3 run (AR and P@1
+    computed here by hand from the grades given)."""
+    env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}
+    pool = tmp_path / "pool"
+    task3_run = REFERENCE / "arqmath-3-task3" / "extractive-qa.txt"
+    done = cli("pool", str(REFERENCE / "arqmath-3-task1" / "lucene-bm25.txt"), "--shared", f"arqmath-3-task3={task3_run}",
+               "--task", "arqmath-3-task1", "--output", str(pool), env=env)
+    assert done.returncode == 0, done.stderr
+    answers = [line.split("\t")[:2] for line in (pool / "answers.tsv").read_text().splitlines()]
+    assert len(answers) == 6
+    grades = dict(zip(sorted(t for t, _ in answers), (3, 2, 2, 1, 0, 0)))
+    (pool / "judgments").mkdir()
+    (pool / "judgments" / "ann.qrels").write_text("".join(f"{t}\t0\t{i}\t{grades[t]}\n" for t, i in answers))
+    out = tmp_path / "qrels.tsv"
+    done = cli("qrels", str(pool), "--output", str(out), "--register", "ed3", env=env)
+    assert done.returncode == 0, done.stderr
+    done = cli("evaluate", str(task3_run), "--task", "arqmath-3-task3", "--dataset", "arqmath-3-task3/ed3", "--json",
+               env=env)
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(done.stdout)["scores"]
+    assert scores["ar"] == pytest.approx(sum(grades.values()) / 6)  # the mean grade of the six answers
+    assert scores["p1"] == pytest.approx(3 / 6)  # graded H or M (>= 2)
+
+
 @pytest.mark.parametrize("task_id", ["arqmath-3-task1", "arqmath-3-task2", "touche-2021-task1"])
 def test_demo_edition(tmp_path: Path, task_id: str) -> None:
     env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}

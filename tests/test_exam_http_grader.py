@@ -156,6 +156,9 @@ def test_the_grader_file(tmp_path: Path) -> None:
     ("base_url: http://x/v1\nmodel: m\napi_key: sk-123\n", "('api_key' was unexpected)"),
     ("base_url: http://x/v1\nmodel: m\napi_key_env: sk-123\n", "api_key_env: 'sk-123' does not match"),
     ("grader: [\n", "invalid YAML"),
+    # a final newline (a YAML block scalar keeps one) is no part of a URL or a variable's name
+    ("base_url: |\n  http://x/v1\nmodel: m\n", "base_url: 'http://x/v1\\n' does not match"),
+    ("base_url: http://x/v1\nmodel: m\napi_key_env: |\n  KEY\n", "api_key_env: 'KEY\\n' does not match"),
 ])
 def test_a_bad_grader_file_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "grader.yml"

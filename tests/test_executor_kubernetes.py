@@ -101,7 +101,7 @@ def test_an_image_without_a_digest_is_refused_saying_how(tmp_path):
 
     with pytest.raises(SharedTaskError, match="by a tag") as caught:
         write_manifests(job(), tmp_path, image="team-a/run:1", input_claim="c")
-    assert "--registry" in str(caught.value.hint) and not list(tmp_path.iterdir())
+    assert "--images-registry" in str(caught.value.hint) and not list(tmp_path.iterdir())
 
 
 def test_the_root_is_read_only_scratch_bounded_and_the_namespace_enforces_restricted(tmp_path):

@@ -21,9 +21,10 @@ from service_helpers import (SAMPLE, TASK, RecordingExecutor, ThreadServer, call
                              postgres_server)
 from service.test_crowd import in_parallel as race
 from sharedtask.service.app import ServiceConfig, create_app
+from sharedtask.service.assessment import people
 from sharedtask.service.assessment.people import create_assessor
 from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.models import Image, Judgment, PrimaryRun, Submission, Team
+from sharedtask.service.models import Assessor, Image, Judgment, PrimaryRun, Submission, Team
 from sharedtask.service.teams.tokens import create_team, organizer_token
 
 
@@ -111,6 +112,45 @@ def test_each_role_reaches_only_its_own_routes(service):
     assert call(f"{url}/api/tasks/{TASK}/pools", token=tokens["a"])[0] == 403  # pools are the organizer's
     assert call(f"{url}/login?token={tokens['alice']}")[0] == 401  # nor does a team's sign-in take it
     assert call(f"{url}/assess/login?token={tokens['a']}")[0] == 401
+
+
+def test_the_organizer_adds_an_assessor_gives_a_second_token_and_revokes_one(service):
+    url, factory, _, tokens = service
+    assert call(f"{url}/api/assessors", "POST", tokens["a"], {"name": "carol"})[0] == 403  # a team may not
+    assert call(f"{url}/api/assessors", "POST", tokens["alice"], {"name": "carol"})[0] == 401  # nor an assessor
+    status, made = call(f"{url}/api/assessors", "POST", tokens["org"], {"name": "carol"})
+    assert status == 201 and made["assessor"] == "carol" and made["token"].startswith("as_") and not made["revoked"]
+    first = made["token"]
+    assert call(f"{url}/api/assess/topics", token=first) == (200, [])
+    status, second = call(f"{url}/api/assessors/carol/tokens", "POST", tokens["org"])
+    assert status == 201 and second["token"] != first
+    with factory.begin() as session:  # a browser signed in with the first token
+        cookie = people.sign_in(session, first)[1]
+    by_cookie = {"Cookie": f"{people.COOKIE}={cookie}"}
+    assert call(f"{url}/api/assess/topics", headers=by_cookie) == (200, [])
+
+    listed = call(f"{url}/api/assessors/carol/tokens", token=tokens["org"])[1]
+    assert [t["revoked"] for t in listed] == [False, False] and "token" not in listed[0]
+    assert call(f"{url}/api/assessors/carol/tokens/{made['id']}/revoke", "POST", tokens["org"])[1]["revoked"] is True
+    assert call(f"{url}/api/assess/topics", token=first)[0] == 401  # refused at once
+    assert call(f"{url}/api/assess/topics", headers=by_cookie)[0] == 401  # and its sign-in ended with it
+    assert call(f"{url}/api/assess/topics", token=second["token"]) == (200, [])  # the other token goes on
+    assert {a["assessor"]: a["live_tokens"] for a in call(f"{url}/api/assessors", token=tokens["org"])[1]} == \
+        {"alice": 1, "bob": 1, "carol": 1}
+    # another assessor's token id, an unknown assessor: 404, nothing revoked
+    alice_ids = [t["id"] for t in call(f"{url}/api/assessors/alice/tokens", token=tokens["org"])[1]]
+    assert call(f"{url}/api/assessors/carol/tokens/{alice_ids[0]}/revoke", "POST", tokens["org"])[0] == 404
+    assert call(f"{url}/api/assessors/nobody/tokens", token=tokens["org"])[0] == 404
+    assert call(f"{url}/api/assess/topics", token=tokens["alice"]) == (200, [])
+
+
+def test_ten_organizer_requests_adding_one_assessor_name_make_one(service):
+    url, factory, _, tokens = service
+    answers = race(10, lambda _: call(f"{url}/api/assessors", "POST", tokens["org"], {"name": "dora"}))
+    assert sorted(status for status, _ in answers) == [201] + [400] * 9, answers
+    assert all("exists already" in body["detail"] for status, body in answers if status == 400)
+    with factory() as session:
+        assert session.scalar(select(func.count()).select_from(Assessor).where(Assessor.name == "dora")) == 1
 
 
 def test_one_primary_run_per_team_and_task_under_a_race(service):

@@ -234,18 +234,25 @@ def test_random_tokens_and_time_zones_do_not_grow_the_kept_answers(served):
     assert call(f"{url}/api/tasks/{TASK}/phases/open", "PUT", tokens["org"],
                 {"dataset": "sample", "opens": (now - dt.timedelta(days=1)).isoformat(),
                  "closes": (now + dt.timedelta(days=1)).isoformat(), "leaderboard_public": True})[0] == 200
-    first = _board(url)
-    page = call(f"{url}/tasks/{TASK}/phases/open/leaderboard")
-    assert first[0] == 200 and len(first[1]["runs"]) == 20 and page[0] == 200
-    base_entries, base_bytes = answers.held()
-    assert base_entries == 2 and base_bytes >= len(page[1])
-    for _ in range(1000):
-        assert call(f"{url}/api/tasks/{TASK}/leaderboard", token="st_" + secrets.token_urlsafe(32)) == first
-    zones = [secrets.token_hex(8) for _ in range(1000)]
-    for zone in zones:
-        status, text = call(f"{url}/tasks/{TASK}/phases/open/leaderboard?tz={zone}")
-        assert status == 200 and zone not in text
-    assert answers.held() == (base_entries, base_bytes)
+    # Any commit anywhere (on PostgreSQL even one the server did not make) empties the kept
+    # answers; the counts below are exact only while the stamp held, so a moved stamp repeats the round.
+    for _round in range(5):
+        first = _board(url)
+        page = call(f"{url}/tasks/{TASK}/phases/open/leaderboard")
+        assert first[0] == 200 and len(first[1]["runs"]) == 20 and page[0] == 200
+        stamp = answers.stamp()
+        base_entries, base_bytes = answers.held()
+        assert base_entries == 2 and base_bytes >= len(page[1])
+        for _ in range(1000):
+            assert call(f"{url}/api/tasks/{TASK}/leaderboard", token="st_" + secrets.token_urlsafe(32)) == first
+        zones = [secrets.token_hex(8) for _ in range(1000)]
+        for zone in zones:
+            status, text = call(f"{url}/tasks/{TASK}/phases/open/leaderboard?tz={zone}")
+            assert status == 200 and zone not in text
+        held = answers.held()
+        if answers.stamp() == stamp:
+            break
+    assert held == (base_entries, base_bytes)
     # a real zone is a value of its own: one more entry, and the page says the zone
     status, text = call(f"{url}/tasks/{TASK}/phases/open/leaderboard?tz=Europe/Berlin")
     assert status == 200 and "Europe/Berlin" in text

@@ -325,7 +325,7 @@ MAX_CANDIDATES = 64
 MAX_TEXT = 100_000  # characters of a text searched
 
 
-def _spans(text: str) -> list[tuple[int, int, str]]:
+def math_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, inner text) of the math spans, left to right. Linear: an opener whose
     closer is nowhere after it means no later opener of its kind can close either."""
     out: list[tuple[int, int, str]] = []
@@ -356,7 +356,7 @@ def candidates(text: str) -> list[str]:
             out[value.strip()] = None
         return len(out) >= MAX_CANDIDATES
 
-    spans = _spans(text)
+    spans = math_spans(text)
     for _, _, span in spans:
         if add(span) or any(add(side) for side in (span.split("=") if "=" in span else ())):
             return list(out)

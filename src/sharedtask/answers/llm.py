@@ -264,9 +264,12 @@ GRADER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "grader": {"enum": ["http", "offline"]},
-        "base_url": {"type": "string", "pattern": r"^https?://\S+$"},
+        # "(?!\n)$": Python's re, which jsonschema uses, lets "$" match before a final newline
+        # (docs.python.org/3/library/re.html, "$"); the look-ahead keeps "http://x\n" out, and is
+        # the same rule in ECMA-262, the dialect JSON Schema names
+        "base_url": {"type": "string", "pattern": r"^https?://\S+(?!\n)$"},
         "model": {"type": "string", "minLength": 1},
-        "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},  # a name, never the key
+        "api_key_env": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(?!\n)$"},  # a name, never the key
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "retries": {"type": "integer", "minimum": 0},
         "concurrency": {"type": "integer", "minimum": 1},

@@ -64,11 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
     options.add_broker(where, "send the runs to `sharedtask worker` processes through this Celery broker")
     options.add_image_shipping(where)
-    where.add_argument("--registry", metavar="HOST:PORT",
-                       help="with --broker: push each image to this registry; workers pull it by digest")
+    options.renamed_option(where, "--registry", "--images-registry")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
                        help="run nothing: write a restricted Namespace and one Kubernetes Job + NetworkPolicy per "
-                            "run to DIR (rendered from the sandbox policy, images by digest: needs --registry; "
+                            "run to DIR (rendered from the sandbox policy, images by digest: needs --images-registry; "
                             "not yet tried on a cluster)")
     where.add_argument("--resume", action="store_true",
                        help="keep the runs already finished in --output for the same job (always on with --broker)")
@@ -106,8 +105,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.parallel < 1:
         raise SharedTaskError(f"--parallel must be at least 1, not {args.parallel}")
     options.check_broker(args)
-    if args.registry and not (args.broker or args.kubernetes):
-        raise SharedTaskError("--registry needs --broker URL or --kubernetes DIR")
     if args.kubernetes and args.broker:
         raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
     docker_client()  # one clear line when Docker is not there, before any work
@@ -243,7 +240,7 @@ def _serve(tasks: list, manifest, out: Path, args: argparse.Namespace, progress:
 
 
 def _render_kubernetes(args: argparse.Namespace, tasks, manifest, out: Path, build_errors) -> int:
-    """Write the manifests of every run; the images are referenced by registry digest when --registry is given."""
+    """Write the manifests of every run; the images are referenced by registry digest when --images-registry is given."""
     from sharedtask.executor.kubernetes import claim_name, image_reference, write_manifests, write_namespace
     from sharedtask.pipeline import plan
 
@@ -270,7 +267,7 @@ def _image_source(args: argparse.Namespace):
     from sharedtask.images import shipping as images
     from sharedtask.images.client import docker_client
 
-    return images.source_for(docker_client(), registry=args.registry, images_dir=args.images_dir,
+    return images.source_for(docker_client(), registry=args.images_registry, images_dir=args.images_dir,
                              images_url=args.images_url)
 
 

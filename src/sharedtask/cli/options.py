@@ -73,20 +73,29 @@ def add_broker(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: 
 
 
 def add_image_shipping(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """``--images-dir DIR`` and ``--images-url URL``: how workers that lack an image get it."""
+    """``--images-registry HOST[:PORT]``, ``--images-dir DIR`` and ``--images-url URL``: how workers
+    that lack an image get it (by layer from a registry, or as whole archives; images/registry.py)."""
+    parser.add_argument("--images-registry", metavar="HOST[:PORT]",
+                        help="with --broker: push each image to this registry; workers pull it by digest and fetch "
+                             "only the layers they lack (serve: default a docker-registry it starts on loopback)")
     parser.add_argument("--images-dir", type=Path, metavar="DIR",
-                        help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it "
-                             "(readable by them at the same path, or served at --images-url)")
+                        help="with --broker: `docker save` each image to DIR/<id>.tar for workers that lack it, "
+                             "whole (readable by them at the same path, or served at --images-url); with "
+                             "--images-registry only published stages go there")
     parser.add_argument("--images-url", metavar="URL",
                         help="with --broker: where workers fetch the archives of --images-dir (http(s)://.../)")
 
 
-def add_worker_images_url(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """A worker's ``--images-url URL``: the same server ``serve``/``demo --images-url`` names, seen
-    from the worker's side, where it is the only origin archives are fetched from."""
+def add_worker_images_origin(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """A worker's ``--images-url URL`` and ``--images-registry HOST[:PORT]``: the same server and
+    registry ``serve``/``demo`` name, seen from the worker's side, where they are the only places
+    images are fetched from (whatever a job in the broker names)."""
     parser.add_argument("--images-url", metavar="URL",
                         help="the organizer's images server (sharedtask images-server): the only place this worker "
                              "fetches archives from over the network, with the token in $SHAREDTASK_IMAGES_TOKEN")
+    parser.add_argument("--images-registry", metavar="HOST[:PORT]",
+                        help="the organizer's registry: the only one this worker pulls images from (default: "
+                             "registries on this machine's loopback only)")
 
 
 def check_broker_url(url: str) -> None:
@@ -101,14 +110,19 @@ def check_broker_url(url: str) -> None:
 
 
 def check_broker(args: argparse.Namespace) -> None:
-    """The broker options make sense together: the queue and the image archives need a broker,
-    the archives' URL needs their folder."""
+    """The broker options make sense together: the queue and the image shipping need a broker
+    (a registry also serves ``demo --kubernetes``), the archives' URL needs their folder."""
     if args.broker:
         check_broker_url(args.broker)
-    if not args.broker and (args.images_dir or args.images_url or args.queue):
-        raise SharedTaskError("--images-dir, --images-url and --queue need --broker URL")
+    registry = args.images_registry and not getattr(args, "kubernetes", None)
+    if not args.broker and (args.images_dir or args.images_url or args.queue or registry):
+        raise SharedTaskError("--images-registry, --images-dir, --images-url and --queue need --broker URL")
     if args.images_url and not args.images_dir:
         raise SharedTaskError("--images-url needs --images-dir DIR (where the archives are written)")
+    if args.images_registry:
+        from sharedtask.images.registry import check_address
+
+        check_address(args.images_registry)
 
 
 def add_output(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str, *, metavar: str = "DIR",

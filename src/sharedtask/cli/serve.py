@@ -111,14 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.runs import RunSettings, make_runs
 
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
-    image_source = stage_source = None
-    if args.broker and args.images_dir:
-        from sharedtask.images.client import docker_client
-        from sharedtask.images.shipping import source_for
-        from sharedtask.executor.stages import stage_source_for
-
-        image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
-        stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
+    image_source, stage_source = _image_shipping(args, data_dir) if args.broker else (None, None)
     runs = make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
                      stage_source=stage_source)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
@@ -129,6 +122,32 @@ def run(args: argparse.Namespace) -> int:
                            workers_lack_stages=bool(args.broker) and stage_source is None)
     app = create_app(factory, runs, config)
     return _serve(app, args.host, args.port)
+
+
+def _image_shipping(args: argparse.Namespace, data_dir: Path) -> tuple[object, object]:
+    """How images and published stages reach the workers (images/registry.py, images/shipping.py):
+    by layer from ``--images-registry`` or, by default, from a registry started here on loopback;
+    as whole archives with ``--images-dir`` alone, or when no registry can be started (one line says so)."""
+    from sharedtask.executor.stages import stage_source_for
+    from sharedtask.images import registry
+    from sharedtask.images.client import docker_client
+    from sharedtask.images.shipping import source_for
+
+    client = docker_client()  # one clear line when Docker is not there
+    address, images_dir = args.images_registry, args.images_dir
+    if address:
+        registry.check_answers(address)
+    elif images_dir is None and registry.available():
+        address = registry.start_local(data_dir / "registry").address
+        console.print(f"images reach the workers by layer from the registry started at [bold]{address}[/] "
+                      "(loopback: workers on this machine; others need --images-registry HOST:PORT they reach)")
+    elif images_dir is None:
+        images_dir = data_dir / "images"
+        console.print(f"images reach the workers as whole archives in {images_dir}: {registry.BINARY} is not "
+                      "installed (apt-get install docker-registry, or --images-registry HOST:PORT, sends layers)")
+    image_source = source_for(client, registry=address, images_dir=images_dir, images_url=args.images_url)
+    # published stages travel as archives of --images-dir, whatever carries the images
+    return image_source, stage_source_for(images_dir, args.images_url)
 
 
 def _serve(app: object, host: str, port: int) -> int:

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--work-dir", type=Path, metavar="DIR",
                         help="scratch folder for runs before they are sent back (default: ~/.cache/sharedtask/worker)")
     parser.add_argument("--name", metavar="NAME", help="this worker's name in progress and run records (default: HOST-PID)")
-    options.add_worker_images_url(parser)
+    options.add_worker_images_origin(parser)
     parser.add_argument("--visibility-timeout", type=float, metavar="S",
                         help="Redis: a dead worker's job is delivered again after S seconds (default: 60)")
     limits = parser.add_argument_group("this worker's maxima (a job may ask for less than its task's limits, "
@@ -65,6 +65,10 @@ def _run(args: argparse.Namespace) -> int:
         raise SharedTaskError(f"--concurrency must be at least 1, not {args.concurrency}")
     if args.visibility_timeout <= 0:
         raise SharedTaskError(f"--visibility-timeout must be positive, not {args.visibility_timeout:g}")
+    if args.images_registry:
+        from sharedtask.images.registry import check_address
+
+        check_address(args.images_registry)
     if args.data_root is not None and not args.data_root.is_dir():
         raise SharedTaskError(f"--data-root {args.data_root} is not a folder")
     options.check_broker_url(args.broker)
@@ -87,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     config = WorkerConfig(broker=args.broker, name=name,
                           data_root=args.data_root.resolve() if args.data_root else None,
                           work_dir=work, visibility_timeout=args.visibility_timeout, policy=policy,
-                          origin=Origin.from_env(args.images_url))
+                          origin=Origin.from_env(args.images_url, args.images_registry))
     start_worker(config, queue=args.queue, concurrency=args.concurrency, loglevel=args.loglevel)
     return 0
 

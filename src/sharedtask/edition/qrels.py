@@ -198,13 +198,19 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
     if truth.exists():
         shutil.rmtree(truth)  # registering again replaces the truth (the manifest says which)
     written = qrels.write(truth)
+    formats = dict.fromkeys(written, "trec-qrels")
+    answers = _pooled_answers(task, pool, truth)
+    if answers is not None:
+        written["answers"], formats["answers"] = answers
     placed = {f"truth/{p.name}": store.file_entry(sha256(p), p.stat().st_size, "edition")
               for p in written.values()}
     files: list[dict[str, object]] = []
     for role, path in written.items():
         entry = placed[f"truth/{path.name}"]
-        files.append({"path": path.name, "role": "truth", "format": "trec-qrels", "sha256": entry["sha256"],
-                      "size": entry["size"], "description": f"{role} judgments of a new edition ({qrels.rule})"})
+        what = ("the pooled answers' texts, by the ids the qrels judge" if role == "answers"
+                else f"{role} judgments of a new edition ({qrels.rule})")
+        files.append({"path": path.name, "role": "truth", "format": formats[role], "sha256": entry["sha256"],
+                      "size": entry["size"], "description": what})
     official = next((d for d in registry.all_datasets().values() if d.task == task.id and d.official), None)
     if official is not None:  # the topics and collection the runs answered, as the official dataset has them
         for f in official.files:
@@ -254,6 +260,29 @@ def register_qrels(task: Task, qrels: Qrels, *, name: str, pool: Path | None = N
     tmp.replace(target)  # declared last: a dataset is registered only once its files are in place
     registry.all_datasets.cache_clear()
     return dataset_id
+
+
+def _pooled_answers(task: Task, pool: Path | None, truth: Path) -> tuple[Path, str] | None:
+    """A task scored by its answers' texts (ARQMath-3 Task 3: a run's answer finds its grade by
+    its text among the known answers, ``evaluate.task3``) gets the pool's answers as its known
+    answers, in the official ``answers.tsv`` layout (header, tab-separated, csv-quoted):
+    (path, format), or None when the task or the pool has none."""
+    import csv
+
+    from sharedtask.edition.pooling import ANSWERS_TSV
+
+    spec = task.truth.file("answers")
+    source = Path(pool) / ANSWERS_TSV if pool is not None else None
+    if spec is None or source is None or not source.is_file():
+        return None
+    target = truth / spec.path
+    with source.open(encoding="utf-8") as src, atomic_text_writer(target) as fh:
+        out = csv.writer(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+        out.writerow(["answer_id", "topic", "text"])
+        for line in src:
+            topic, item, text = line.rstrip("\n").split("\t", 2)
+            out.writerow([item, topic, text])
+    return target, spec.format
 
 
 def provenance(dataset_id: str) -> dict[str, object]:

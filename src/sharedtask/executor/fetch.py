@@ -35,10 +35,11 @@ class Origin:
 
     url: str | None = None  # ``https://images.example/`` (``--images-url``); None: shared paths only
     token: str | None = None
+    registry: str | None = None  # ``HOST[:PORT]`` (``--images-registry``); None: loopback registries only
 
     @classmethod
-    def from_env(cls, url: str | None) -> "Origin":
-        return cls(url.rstrip("/") + "/" if url else None, os.environ.get(TOKEN_ENV) or None)
+    def from_env(cls, url: str | None, registry: str | None = None) -> "Origin":
+        return cls(url.rstrip("/") + "/" if url else None, os.environ.get(TOKEN_ENV) or None, registry)
 
 
 def is_url(location: str) -> bool:

@@ -98,7 +98,7 @@ def render(job: Job, *, image: str, input_claim: str, namespace: str = "sharedta
 
     if not _DIGEST.search(image):
         raise SharedTaskError(f"{job.software}: Kubernetes would pull {image!r} by a tag, which can change",
-                              hint="push the images to a registry (demo --kubernetes DIR --registry HOST:PORT): "
+                              hint="push the images to a registry (demo --kubernetes DIR --images-registry HOST:PORT): "
                                    "the manifests then name each image by its digest")
     policy = policy_for(job)
     lim = policy.limits

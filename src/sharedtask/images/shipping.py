@@ -41,7 +41,10 @@ def save_archive(client: Any, reference: str, folder: Path) -> Path:
 
 
 def push(client: Any, reference: str, registry: str) -> str:
-    """Push the image to ``registry`` (``host:port``) and return ``host:port/name@sha256:...``."""
+    """Push the image to ``registry`` (``host:port``) and return ``host:port/name@sha256:...``.
+
+    The registry keeps each layer once, by digest: a second image on the same base sends only
+    its own layers, and a worker pulls only the layers it lacks (images/registry.py)."""
     image = client.images.get(reference)
     name = reference.split("/", 1)[-1] if "/" in reference and "." in reference.split("/")[0] else reference
     repo, _, tag = name.rpartition(":") if ":" in name.split("/")[-1] else (name, "", "latest")
@@ -54,6 +57,9 @@ def push(client: Any, reference: str, registry: str) -> str:
         digest = (event.get("aux") or {}).get("Digest") or digest
     if digest is None:
         raise SharedTaskError(f"push of {reference} to {registry} reported no digest")
+    image.reload()
+    if len(image.tags) > 1 and f"{target}:{tag}" != reference:  # the registry's name was only needed for the push: the daemon keeps its own names
+        client.api.remove_image(f"{target}:{tag}", noprune=True)
     return f"{target}@{digest}"
 
 
@@ -63,7 +69,14 @@ def source_for(client: Any, *, registry: str | None = None, images_dir: Path | N
     pulled by digest, or saved once to ``images_dir`` (served at ``images_url``) and named with
     the sha256 of the archive's bytes (``archive:<where>#sha256=<hex>``); None: they have it."""
     if registry:
-        return lambda image: "registry:" + push(client, image, registry)
+        pushed: dict[str, str] = {}  # image id -> its reference: a re-run is not pushed again
+
+        def by_layer(image: str) -> str:
+            ident = image_id(client, image)
+            if ident not in pushed:
+                pushed[ident] = push(client, image, registry)
+            return "registry:" + pushed[ident]
+        return by_layer
     if images_dir:
         folder = images_dir.resolve()
 
@@ -149,10 +162,13 @@ def ensure(job: Job, client: Any, origin: Any = None, scratch: Path | None = Non
             _load(client, location, digest, _image_bound(job), origin or Origin(),
                   scratch or Path(os.environ.get("TMPDIR", "/tmp")))
         elif kind == "registry":
+            from sharedtask.images.registry import check_pull
+
+            check_pull(location, (origin or Origin()).registry)  # before the daemon is asked anything
             client.images.pull(location)
         else:
             raise SharedTaskError(f"image {job.image} ({job.image_id[:19]}…) is not on this worker and the job "
-                                  "names no source", hint="ship images with --images-dir or --registry")
+                                  "names no source", hint="ship images with --images-registry HOST:PORT or --images-dir DIR")
     except (docker.errors.APIError, OSError) as exc:
         raise SharedTaskError(f"image {job.image} could not be fetched from {source}: {exc}") from None
     try:

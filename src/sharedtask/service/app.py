@@ -24,7 +24,7 @@ from sharedtask.service.runs import Runs, resume
 from sharedtask.service.state import ServiceConfig, ServiceState, ensure_settings, task_of
 from sharedtask.service.teams.signin import COOKIE
 from sharedtask.service.uploads import UploadError
-from sharedtask.service.web import api, assessment, members, phases, site, stages, views
+from sharedtask.service.web import api, assessment, assessors, members, phases, site, stages, views
 
 __all__ = ["COOKIE", "ServiceConfig", "create_app"]
 
@@ -80,6 +80,7 @@ def create_app(sessions: sessionmaker[Session], runs: Runs, config: ServiceConfi
     app.include_router(phases.router)
     app.include_router(stages.router)
     app.include_router(members.router)
+    app.include_router(assessors.router)  # the organizer adds assessors and revokes their tokens
     app.include_router(assessment.router)  # assessors, run kinds, pools, campaigns (docs/assessment-service.md)
     app.include_router(site.router)  # before views: /organizer/tasks/{id}/phases is not an {action}
     app.include_router(views.router)

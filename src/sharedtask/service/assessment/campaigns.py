@@ -96,6 +96,10 @@ def open_campaign(service: Any, task: Any, pool_id: int, assigned: dict[str, str
         raise HTTPException(422, f"topic {missing[0][:64]!r} is not a topic of {task.id}")
     wanted = {item for items in order.values() for item in items}
     items = documents.items_html(task, dataset.input_dir, wanted)
+    for topic in assigned:  # items the pool carries as text (Task 3's written answers): shown from it
+        for entry in pool.items(topic):
+            if entry.text is not None and entry.item not in items:
+                items[entry.item] = documents.answer_text_html(entry.text)
     base = Path(service.config.data_dir) / "campaigns"
     folder = base / f"new-{secrets.token_hex(6)}"
     documents.write_documents(folder / "documents.json", {t: topics[t] for t in assigned}, items)

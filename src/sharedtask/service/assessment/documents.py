@@ -77,6 +77,21 @@ def text_html(text: str) -> str:
     return "".join(f"<p>{html.escape(part)}</p>" for part in re.split(r"\n\s*\n", text.strip()) if part.strip())
 
 
+def answer_text_html(text: str) -> str:
+    """A written answer (ARQMath-3 Task 3): its text escaped, its ``$...$``, ``$$...$$``,
+    ``\\(...\\)`` and ``\\[...\\]`` formulae as MathML, as Task 3 answers are written
+    (ARQMath-3 Task 3 guidelines: LaTeX between dollar signs)."""
+    from sharedtask.answers.equivalence import math_spans
+
+    out, cursor = [], 0
+    for start, end, latex in math_spans(text):
+        out.append(html.escape(text[cursor:start]))
+        out.append(_mathml(latex, display=text.startswith(("$$", "\\["), start)))
+        cursor = end
+    out.append(html.escape(text[cursor:]))
+    return f'<p class="answer">{clean("".join(out))}</p>'
+
+
 # ----------------------------------------------------------------------------- topics
 
 

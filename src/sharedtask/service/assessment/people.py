@@ -7,19 +7,36 @@ neither can stand in for the other, so an assessor reaches no team or organizer 
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from sharedtask.errors import SharedTaskError
-from sharedtask.service.models import Assessor, AssessorSignIn, AssessorToken, utcnow
+from sharedtask.service.cookies import LIFETIME, Door
+from sharedtask.service.models import Assessor, AssessorSignIn, AssessorToken
 from sharedtask.service.teams.tokens import TEAM_NAME, digest
 
-#: the assessor's sign-in cookie (teams': ``sharedtask_session``)
-COOKIE = "sharedtask_assessor"
-LIFETIME = dt.timedelta(days=14)
+__all__ = ["COOKIE", "LIFETIME", "assessor_named", "assessor_of_cookie", "assessor_of_token", "create_assessor",
+           "new_token", "revoke_token", "sign_in", "sign_out", "tokens_of"]
+
+#: the same sign-in rules as teams' (service/cookies.py), on the assessors' own tables
+DOOR: Door[Assessor] = Door(owner=Assessor, token_model=AssessorToken, sign_in_model=AssessorSignIn, owner_key="assessor_id",
+                            cookie="sharedtask_assessor", prefix="sa_")
+COOKIE = DOOR.cookie
+assessor_of_token = DOOR.owner_of_token
+assessor_of_cookie = DOOR.owner_of_cookie
+sign_in = DOOR.sign_in
+sign_out = DOOR.sign_out
+
+
+def new_token(session: Session, assessor: Assessor) -> str:
+    """A fresh token for ``assessor`` (the only time it is seen in clear)."""
+    token = "as_" + secrets.token_urlsafe(32)  # never "-…": it is passed as an option's value
+    session.add(AssessorToken(digest=digest(token), assessor_id=assessor.id, revoked=False))
+    session.flush()
+    return token
 
 
 def create_assessor(session: Session, name: str) -> tuple[Assessor, str]:
@@ -30,45 +47,29 @@ def create_assessor(session: Session, name: str) -> tuple[Assessor, str]:
     if session.scalar(select(Assessor).where(Assessor.name == name)) is not None:
         raise SharedTaskError(f"an assessor named {name!r} exists already", hint="choose another name")
     assessor = Assessor(name=name)
-    session.add(assessor)
-    session.flush()
-    token = "as_" + secrets.token_urlsafe(32)
-    session.add(AssessorToken(digest=digest(token), assessor_id=assessor.id, revoked=False))
-    session.flush()
-    return assessor, token
+    try:
+        with session.begin_nested():  # a savepoint: the session stays usable when the name was taken meanwhile
+            session.add(assessor)
+    except IntegrityError:  # two organizers adding one name at once: the unique name decides
+        raise SharedTaskError(f"an assessor named {name!r} exists already", hint="choose another name") from None
+    return assessor, new_token(session, assessor)
 
 
-def assessor_of_token(session: Session, token: str | None) -> Assessor | None:
-    if not token:
+def assessor_named(session: Session, name: str) -> Assessor | None:
+    return session.scalar(select(Assessor).where(Assessor.name == name))
+
+
+def tokens_of(session: Session, assessor: Assessor) -> list[AssessorToken]:
+    return list(session.scalars(select(AssessorToken).where(AssessorToken.assessor_id == assessor.id)
+                                .order_by(AssessorToken.id)))
+
+
+def revoke_token(session: Session, assessor: Assessor, token_id: int) -> AssessorToken | None:
+    """Revoke one of the assessor's tokens (its browser sign-ins end with it); None if it has no such token.
+
+    The judgments it saved stay: they are the assessor's, not the token's."""
+    token = session.get(AssessorToken, token_id)
+    if token is None or token.assessor_id != assessor.id:
         return None
-    return session.scalar(select(Assessor).join(AssessorToken, AssessorToken.assessor_id == Assessor.id)
-                          .where(AssessorToken.digest == digest(token), AssessorToken.revoked.is_(False)))
-
-
-def assessor_of_cookie(session: Session, value: str | None) -> Assessor | None:
-    if not value:
-        return None
-    return session.scalar(
-        select(Assessor).join(AssessorToken, AssessorToken.assessor_id == Assessor.id)
-        .join(AssessorSignIn, AssessorSignIn.token_id == AssessorToken.id)
-        .where(AssessorSignIn.digest == digest(value), AssessorSignIn.revoked.is_(False),
-               AssessorSignIn.expires > utcnow(), AssessorToken.revoked.is_(False)))
-
-
-def sign_in(session: Session, token: str) -> tuple[Assessor, str] | None:
-    """A new sign-in for a valid assessor token: (the assessor, the cookie's value); None otherwise."""
-    row = session.scalar(select(AssessorToken).where(AssessorToken.digest == digest(token),
-                                                     AssessorToken.revoked.is_(False)))
-    if row is None:
-        return None
-    value = "sa_" + secrets.token_urlsafe(32)
-    session.add(AssessorSignIn(digest=digest(value), token_id=row.id, expires=utcnow() + LIFETIME, revoked=False))
-    assessor = session.get(Assessor, row.assessor_id)
-    assert assessor is not None
-    return assessor, value
-
-
-def sign_out(session: Session, value: str | None) -> None:
-    if value:
-        for row in session.scalars(select(AssessorSignIn).where(AssessorSignIn.digest == digest(value))):
-            row.revoked = True
+    token.revoked = True
+    return token

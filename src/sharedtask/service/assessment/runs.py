@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from fastapi import HTTPException
 from sqlalchemy import delete, select
@@ -67,24 +67,37 @@ def kind_of(primary_ids: set[int], submission_id: int) -> str:
     return "primary" if submission_id in primary_ids else "alternate"
 
 
-def pool_runs(session: Session, task: Any, dataset: str = "sample") -> list[Any]:
-    """The runs to pool: every finished, valid, visible submission of the task with its kind."""
+def sharing_tasks(service: Any, task: Any) -> list[Any]:
+    """The server's tasks judged in ``task``'s pools (their spec's ``pooling.shared_with``):
+    ARQMath-3 Task 3's answers are judged in Task 1's pool (docs/assessment.md)."""
+    from sharedtask.service.state import task_of
+
+    others = [task_of(service, tid) for tid in service.known_tasks if tid != task.id]
+    return [t for t in others if t.pooling is not None and t.pooling.shared_with == task.id]
+
+
+def pool_runs(session: Session, task: Any, dataset: str = "sample", sharing: Sequence[Any] = ()) -> list[Any]:
+    """The runs to pool: every finished, valid, visible submission of the task with its kind,
+    and of each task in ``sharing`` (judged in this task's pools), named ``<task>-<run>``."""
     from sharedtask.edition.pooling import PoolRun
     from sharedtask.formats.runfile import find_run_file
+    from sharedtask.service import phases
     from sharedtask.service.entries import run_name
     from sharedtask.service.state import team_names
 
     names = team_names(session)
-    marked = primaries(session, task.id)
-    subs = session.scalars(select(Submission).where(Submission.task_id == task.id, Submission.status == "done",
-                                                    Submission.valid.is_(True), Submission.hidden_reason.is_(None))
-                           .order_by(Submission.id))
-    from sharedtask.service import phases
-
-    # the runs made on the server's dataset (a phase on other data is judged in a campaign of its own server)
-    return [PoolRun(find_run_file(Path(s.run_dir), task.output.file), kind_of(marked, s.id),
-                    run_name(names[s.team_id], s))
-            for s in subs if s.run_dir and phases.dataset_name(session, s, dataset) == dataset]
+    out = []
+    for each in [task, *sharing]:
+        marked = primaries(session, each.id)
+        subs = session.scalars(select(Submission).where(
+            Submission.task_id == each.id, Submission.status == "done", Submission.valid.is_(True),
+            Submission.hidden_reason.is_(None)).order_by(Submission.id))
+        # the runs made on the server's dataset (a phase on other data is judged in a campaign of its own server)
+        out += [PoolRun(find_run_file(Path(s.run_dir), each.output.file), kind_of(marked, s.id),
+                        run_name(names[s.team_id], s) if each is task else f"{each.id}-{run_name(names[s.team_id], s)}",
+                        task=None if each is task else each.id)
+                for s in subs if s.run_dir and phases.dataset_name(session, s, dataset) == dataset]
+    return out
 
 
 def build(service: Any, task: Any, depths: dict[str, int] | None, seed: int | None) -> dict[str, Any]:
@@ -93,7 +106,7 @@ def build(service: Any, task: Any, depths: dict[str, int] | None, seed: int | No
     from sharedtask.edition.pooling import build_pool
 
     with service.sessions() as session:
-        runs = pool_runs(session, task, service.config.dataset)
+        runs = pool_runs(session, task, service.config.dataset, sharing_tasks(service, task))
     if not runs:
         raise HTTPException(409, f"no finished valid run of {task.id} to pool yet")
     formulas = None

@@ -30,17 +30,33 @@ def dataset_name(service: Any, campaign_id: int) -> str:
 def register(service: Any, task: Any, campaign_id: int, judged: list[Any], pool_path: Path,
              describe: Callable[[Any, Campaign], dict[str, Any]]) -> dict[str, Any]:
     """Assemble and register the qrels, score the runs, close the campaign; ``describe`` (the
-    campaign's JSON, from ``campaigns``, which calls this) gives the answer's body."""
-    from sharedtask.data.checksum import sha256
-    from sharedtask.data.store import store_root
-    from sharedtask.edition.qrels import assemble, register_qrels
+    campaign's JSON, from ``campaigns``, which calls this) gives the answer's body.
 
-    qrels = assemble(task, judged)
-    dataset_id = register_qrels(task, qrels, name=dataset_name(service, campaign_id), pool=pool_path,
-                                campaign=f"service campaign {campaign_id}")
-    truth_dir = store_root() / "datasets" / dataset_id / "truth"
-    relevance = truth_dir / task.truth.file("relevance").path
-    scored = rescore(service, task, truth_dir)
+    A pool that judged another task's items too (``pooling.shared_with``: ARQMath-3 Task 3 in
+    Task 1's pool) gives that task qrels of its own, registered under the same dataset name, and
+    its runs are scored against them; each item goes to the task of the run that brought it in,
+    as ``sharedtask qrels`` splits a judged pool folder."""
+    from sharedtask.data.checksum import sha256
+    from sharedtask.edition.pooling import read_pool
+    from sharedtask.service.assessment.runs import sharing_tasks
+
+    pool = read_pool(pool_path)
+    by_task: dict[str, list[Any]] = {}
+    for j in judged:
+        by_task.setdefault(pool.item_task(j.topic, j.item), []).append(j)
+    name = dataset_name(service, campaign_id)
+    shared = []
+    for other in sharing_tasks(service, task):
+        if other.id in by_task:
+            dataset_id, qrels, _ = _register_one(service, other, by_task[other.id], name, pool_path, campaign_id)
+            scored = rescore(service, other, truth_dir_of(dataset_id))
+            with service.write_sessions()() as session:
+                _store(session, scored)
+                session.commit()
+            shared.append({"task": other.id, "dataset": dataset_id, "scored_runs": len(scored),
+                           "qrels": qrels.summary()})
+    dataset_id, qrels, relevance = _register_one(service, task, by_task.get(task.id, []), name, pool_path, campaign_id)
+    scored = rescore(service, task, relevance.parent)
     with service.write_sessions()() as session:
         c = session.get(Campaign, campaign_id)
         assert c is not None
@@ -48,7 +64,23 @@ def register(service: Any, task: Any, campaign_id: int, judged: list[Any], pool_
         _store(session, scored)
         session.commit()
         body = describe(session, c)
-    return {**body, "dataset": dataset_id, "scored_runs": len(scored), "qrels": qrels.summary()}
+    return {**body, "dataset": dataset_id, "scored_runs": len(scored), "qrels": qrels.summary(), "shared": shared}
+
+
+def truth_dir_of(dataset_id: str) -> Path:
+    from sharedtask.data.store import store_root
+
+    return store_root() / "datasets" / dataset_id / "truth"
+
+
+def _register_one(service: Any, task: Any, judged: list[Any], name: str, pool_path: Path,
+                  campaign_id: int) -> tuple[str, Any, Path]:
+    """(dataset id, qrels, relevance file) of one task's share of a campaign's judgments."""
+    from sharedtask.edition.qrels import assemble, register_qrels
+
+    qrels = assemble(task, judged)
+    dataset_id = register_qrels(task, qrels, name=name, pool=pool_path, campaign=f"service campaign {campaign_id}")
+    return dataset_id, qrels, truth_dir_of(dataset_id) / task.truth.file("relevance").path
 
 
 def _store(session: Any, scored: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> None:
@@ -60,9 +92,15 @@ def _store(session: Any, scored: list[tuple[int, dict[str, Any], dict[str, Any]]
 
 def rescore_closed(service: Any, task: Any, campaign: Campaign) -> int:
     """Score the task's finished runs again against a closed campaign's qrels (runs that finished
-    after the close were scored by the executor against the dataset's own truth)."""
-    truth_dir = Path(campaign.qrels_path).parent
-    scored = rescore(service, task, truth_dir)
+    after the close were scored by the executor against the dataset's own truth), and those of
+    the tasks judged in its pool that got qrels from it."""
+    from sharedtask.service.assessment.runs import sharing_tasks
+
+    scored = rescore(service, task, Path(campaign.qrels_path).parent)
+    for other in sharing_tasks(service, task):
+        truth_dir = truth_dir_of(f"{other.id}/{dataset_name(service, campaign.id)}")
+        if truth_dir.is_dir():
+            scored += rescore(service, other, truth_dir)
     with service.write_sessions()() as session:
         _store(session, scored)
         session.commit()

@@ -11,6 +11,7 @@ import re
 import secrets
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from sharedtask.errors import SharedTaskError
@@ -48,8 +49,11 @@ def create_team(session: Session, name: str, *, organizer: bool = False) -> tupl
     if session.scalar(select(Team).where(Team.name == name)) is not None:
         raise SharedTaskError(f"a team named {name!r} exists already", hint="choose another name")
     team = Team(name=name, organizer=organizer)
-    session.add(team)
-    session.flush()
+    try:
+        with session.begin_nested():  # a savepoint: the session stays usable when the name was taken meanwhile
+            session.add(team)
+    except IntegrityError:  # two organizers adding one name at once: the unique name decides
+        raise SharedTaskError(f"a team named {name!r} exists already", hint="choose another name") from None
     return team, new_token(session, team)
 
 

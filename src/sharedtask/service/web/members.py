@@ -38,9 +38,11 @@ def token_json(token: Token) -> dict[str, Any]:
 def add_token(name: str, _org: Organizer, session: Db) -> dict[str, Any]:
     team = _team(session, name)
     token = new_token(session, team)
-    session.commit()
+    session.flush()
     row = session.scalars(select(Token).where(Token.team_id == team.id).order_by(Token.id.desc())).first()
-    return {"team": team.name, "token": token, **token_json(row)}
+    answer = {"team": team.name, "token": token, **token_json(row)}
+    session.commit()  # last: on SQLite a read after it would open a writer's transaction again
+    return answer
 
 
 @router.get("/teams/{name}/tokens", tags=["organizer"],
@@ -57,8 +59,10 @@ def revoke_token(name: str, token_id: int, _org: Organizer, session: Db) -> dict
     if token is None or token.team_id != team.id:
         raise HTTPException(404, f"team {team.name} has no token {token_id}")
     token.revoked = True
+    session.flush()
+    answer = token_json(token)
     session.commit()
-    return token_json(token)
+    return answer
 
 
 @router.get("/queue", tags=["submissions"],
