@@ -678,6 +678,14 @@ CLUMSY: dict[str, tuple] = {
     "demo --edition --error-rate 2": (["demo", "--edition", "--runs", "sample-run.tsv", "--error-rate", "2",
                                        "--output", "demo"], ("between 0 and 1",)),
     "demo --parallel 0": (["demo", "--task", TASK, "--parallel", "0", "--output", "demo"], ("--parallel must be",)),
+    "check-input of a missing folder": (["check-input", "--task", TASK, "nope"], ("dataset folder not found: nope",)),
+    "check-input of a file": (["check-input", "--task", TASK, "four.tsv"], ("four.tsv",)),
+    "new-submission into a file": (["new-submission", "--task", TASK, "four.tsv"], ("is not a directory",)),
+    "new-submission into a full folder": (["new-submission", "--task", TASK, "full"], ("not empty", "--force")),
+    "images-server of a missing folder": (["images-server", "--dir", "nowhere"], ("--dir nowhere is not a folder",),
+                                          {"env": {"SHAREDTASK_IMAGES_TOKEN": "a-token-of-at-least-16-chars"}}),
+    "images-server without its token": (["images-server", "--dir", "in"], ("SHAREDTASK_IMAGES_TOKEN",),
+                                        {"env": {"SHAREDTASK_IMAGES_TOKEN": ""}}),
     # an organizer's own task catalogue
     "spec with an unclosed quote": (["tasks", "show", "bad-yaml"], ("bad-yaml.yml:5:1: invalid YAML",
                                                                     "quoted scalar at line 3, column 8"), {"env": SPEC_ENV}),
@@ -694,7 +702,8 @@ def test_the_table_holds_the_field_tests_48_and_covers_every_command() -> None:
     commands = {case[0][0] for case in CLUMSY.values()}
     # every command a user meets with input of their own (not the help-only or the long-running ones)
     assert commands >= {"evaluate", "validate", "run", "rerank-input", "pool", "qrels", "agreement", "compare", "serve",
-                        "submit", "status", "worker", "data", "tasks", "sample", "baseline", "reproduce", "demo"}
+                        "submit", "status", "worker", "data", "tasks", "sample", "baseline", "reproduce", "demo",
+                        "check-input", "new-submission", "images-server"}
 
 
 @pytest.mark.parametrize("columns", ["80", "200"])
