@@ -1,7 +1,7 @@
 """docs/benchmarks.md's log-log plot of time vs size, from the figures benchmarks/scale.py measured.
 
     .venv/bin/pip install -e '.[bench]'      # matplotlib: a benchmark extra, never a runtime dependency
-    .venv/bin/python benchmarks/plot_scale.py [--json benchmarks/results/scale.json] [--out docs/scale.svg]
+    .venv/bin/python benchmarks/plot_scale.py [--json benchmarks/results/scale.json] [--output docs/scale.svg]
 
 One line per operation, whole-process wall time against input size in MB (both axes
 logarithmic, so equal slopes mean equal growth and a slope of 1 is linear cost):
@@ -74,7 +74,7 @@ def plot(results: dict[str, Any], out: Path) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "scale.svg")
+    ap.add_argument("--output", "--out", type=Path, default=ROOT / "docs" / "scale.svg")
     args = ap.parse_args()
     if not args.json.is_file():
         print(f"error: {args.json}: no figures yet; run benchmarks/scale.py first", file=sys.stderr)
@@ -84,7 +84,7 @@ def main() -> int:
     except ImportError:
         print("error: matplotlib is missing; install the bench extra: pip install -e '.[bench]'", file=sys.stderr)
         return 2
-    return plot(json.loads(args.json.read_text()), args.out)
+    return plot(json.loads(args.json.read_text()), args.output)
 
 
 if __name__ == "__main__":

@@ -184,7 +184,7 @@ def test_a_fifo_in_a_submission_no_longer_hangs_demo(docker_client, base_image, 
     out = tmp_path / "demo"
     result: list[int] = []
     error = _in_thread(lambda: result.append(main(["demo", "--task", TASK, "--submissions", str(subs),
-                                                   "--no-baselines", "--out", str(out)])))
+                                                   "--no-baselines", "--output", str(out)])))
     assert error is None and result == [1]
     board = json.loads((out / TASK / "leaderboard.json").read_text())
     (row,) = board["not_scored"]

@@ -105,9 +105,8 @@ def test_help_is_complete(path: tuple[str, ...], tmp_path: Path) -> None:
                 assert choice.dest in out and choice.help, choice.dest
                 assert _words(choice.help) in flat, choice.help
             continue
-        if getattr(action, "renamed_to", None):  # an older name, hidden on purpose: its new one is shown
-            assert action.renamed_to in out, (path, action.renamed_to)
-            continue
+        for old in getattr(action, "renamed_from", ()):  # an older name, hidden on purpose
+            assert f"{old} " not in out and f"{old}\n" not in out and f"{old}," not in out, (path, old)
         assert action.help and action.help != argparse.SUPPRESS, (path, action.dest)
         names = action.option_strings or [action.metavar or action.dest]
         for name in names:
@@ -147,7 +146,7 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("check-input",): ["check-input", "--task", "TASK_ID", "SAMPLE/input"],
     ("validate",): ["validate", "SAMPLE/run.txt", "--task", "TASK_ID"],
     ("run",): ["run", "--task", "TASK_ID", "--image", "does-not-exist:1"],
-    ("rerank-input",): ["rerank-input", "--task", "TASK_ID", "--run", "SAMPLE/run.txt", "--out", "new-folder"],
+    ("rerank-input",): ["rerank-input", "--task", "TASK_ID", "--run", "SAMPLE/run.txt", "--output", "new-folder"],
     ("evaluate",): ["evaluate", "SAMPLE/run.txt", "--task", "TASK_ID", "--truth", "SAMPLE/truth"],
     ("baseline", "run"): ["baseline", "run", "lucene-bm25", "--task", "TASK_ID"],
     ("demo",): ["demo", "--task", "TASK_ID"],
@@ -157,7 +156,7 @@ UNKNOWN_TASK_ARGV: dict[tuple[str, ...], list[str]] = {
     ("serve",): ["serve", "--task", "TASK_ID", "--data-dir", "new-folder"],
     ("submit",): ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", "TASK_ID", "--image", "x"],
     ("data", "ir-layout"): ["data", "ir-layout", "--task", "TASK_ID", "SAMPLE/input"],
-    ("pool",): ["pool", "SAMPLE/run.txt", "--task", "TASK_ID", "--out", "new-folder"],
+    ("pool",): ["pool", "SAMPLE/run.txt", "--task", "TASK_ID", "--output", "new-folder"],
     ("agreement",): ["agreement", "SAMPLE/truth/qrels.txt", "SAMPLE/truth/qrels.txt", "--task", "TASK_ID"],
 }
 
@@ -267,7 +266,7 @@ def test_evaluate_tira_mode_without_its_folders(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert_one_line_error(proc, "$inputRun")
     assert_one_line_error(cli("evaluate", "--tira", "--task", TASK, "--input-run", tmp_path / "r", "--input-dataset",
-                              tmp_path / "t", "--output-dir", tmp_path / "o", cwd=tmp_path), "does not exist")
+                              tmp_path / "t", "--output", tmp_path / "o", cwd=tmp_path), "does not exist")
 
 
 def test_run_missing_input_folder(tmp_path: Path) -> None:
@@ -305,8 +304,8 @@ def test_new_submission_into_a_non_empty_folder_or_nowhere(tmp_path: Path) -> No
 
 def test_demo_out_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("x")
-    assert_one_line_error(cli("demo", "--task", TASK, "--out", "out", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
-                          "--out out is a file")
+    assert_one_line_error(cli("demo", "--task", TASK, "--output", "out", cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}),
+                          "--output out is a file")
 
 
 # ---------------------------------------------------------------- Docker
@@ -363,7 +362,7 @@ def test_demo_names_why_a_submission_did_not_run(docker_client, tmp_path: Path) 
     subs = _write(tmp_path / "subs.yml", _submissions(
         **{"team-typo": {"image": "Team/Ranker:1", "tasks": [TASK]},
            "team-missing": {"image": "sharedtask-test/never-built:1", "tasks": [TASK]}}))
-    proc = cli("demo", "--task", TASK, "--submissions", subs, "--no-baselines", "--out", "demo", cwd=tmp_path)
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--no-baselines", "--output", "demo", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
     flat = _words(proc.stdout.replace("│", " "))
     assert "team-typo error: sandbox: invalid image reference 'Team/Ranker:1'" in flat
@@ -385,7 +384,7 @@ def test_baseline_run_through_the_console_script(docker_client, base_image, tmp_
 
 @pytest.mark.parametrize("argv", [
     ["run", "--task", TASK, "--image", "sharedtask/base:latest"],
-    ["demo", "--task", TASK, "--out", "demo"],
+    ["demo", "--task", TASK, "--output", "demo"],
     ["baseline", "build", "lucene-bm25"],
     ["baseline", "run", "lucene-bm25", "--task", TASK],
 ], ids=lambda a: " ".join(a[:2]))
@@ -439,7 +438,7 @@ MALFORMED = {
 def test_demo_malformed_submissions_file(case: str, tmp_path: Path) -> None:
     text, needles = MALFORMED[case]
     subs = _write(tmp_path / "subs.yml", text)
-    proc = cli("demo", "--task", TASK, "--submissions", subs, "--out", "demo", cwd=tmp_path,
+    proc = cli("demo", "--task", TASK, "--submissions", subs, "--output", "demo", cwd=tmp_path,
                env={"DOCKER_HOST": NO_DOCKER})  # the file is checked before Docker
     assert_one_line_error(proc, *needles)
     assert not (tmp_path / "demo").exists()
@@ -449,7 +448,7 @@ def test_demo_malformed_submissions_file(case: str, tmp_path: Path) -> None:
 def test_demo_and_baseline_malformed_manifest(case: str, tmp_path: Path) -> None:
     text, needles = MALFORMED[case]
     manifest = _write(tmp_path / "tira.yml", text)
-    assert_one_line_error(cli("demo", "--manifest", manifest, "--out", "demo", cwd=tmp_path), *needles)
+    assert_one_line_error(cli("demo", "--manifest", manifest, "--output", "demo", cwd=tmp_path), *needles)
     # --manifest before or after the baseline subcommand
     assert_one_line_error(cli("baseline", "--manifest", manifest, "list", cwd=tmp_path), *needles)
     assert_one_line_error(cli("baseline", "list", "--manifest", manifest, cwd=tmp_path), *needles)
@@ -491,21 +490,47 @@ def test_usage_errors(tmp_path: Path) -> None:
 REPO = Path(__file__).resolve().parent.parent
 T3_TRUTH = REPO / "tasks" / "samples" / "arqmath-task3" / "truth"
 T1_TRUTH = REPO / "tasks" / "samples" / "arqmath-task1" / "truth"
+T21_TRUTH = REPO / "tasks" / "samples" / "touche-2021" / "truth"
 
 
 def _clumsy_files(folder: Path) -> None:
     """What a newcomer has at hand: a Task 3 run nobody judged and its map, a 4-column file,
-    binary garbage, a run on the sample (none of its posts is in the official qrels), a folder."""
+    binary garbage, an empty file, a run on the sample (none of its posts is in the official
+    qrels), a Touché run, a folder with the user's own file, a broken YAML file, a record that
+    is not JSON, and a copy of the task catalogue with a broken spec and an unknown family."""
     (folder / "Team-task3-run.tsv").write_text("A.301\t1\t1\tx\t\tAnswer one.\nA.302\t1\t1\tx\t\tAnswer two.\n")
     (folder / "map.tsv").write_text("Team-task3-run\tA.301\tnot_judged_1\n")
     (folder / "four.tsv").write_text("A.301\t83\t1\t53.5\nA.301\t84\t2\t52.0\n")
     (folder / "garbage.bin").write_bytes(bytes(range(256)) * 12)
+    (folder / "empty.txt").write_text("")
     shutil.copyfile(REPO / "baselines" / "reference-runs" / "arqmath-3-task1" / "lucene-bm25.txt", folder / "sample-run.tsv")
+    shutil.copyfile(REPO / "baselines" / "reference-runs" / TASK / "lucene-bm25.txt", folder / "touche-run.txt")
     (folder / "in").mkdir()
+    (folder / "full").mkdir()
+    (folder / "full" / "keep.txt").write_text("mine")
+    (folder / "grader.yml").write_text("grader: http\n  base_url: [\n")
+    (folder / "record.json").write_text("{not json")
+    catalogue = folder / "catalogue"  # SHAREDTASK_TASKS: an organizer's own copy of tasks/
+    catalogue.mkdir()
+    for entry in (REPO / "tasks").iterdir():
+        (catalogue / entry.name).symlink_to(entry)
+    spec = (REPO / "tasks" / f"{TASK}.yml").read_text()
+    (catalogue / "bad-yaml.yml").write_text('id: bad-yaml\nextends: _base/touche.yml\ntitle: "Touché\nyear: 2021\n')
+    (catalogue / "trek.yml").write_text((REPO / "tasks" / "_base" / "touche.yml").read_text()
+                                        .replace("family: touche", "family: trek"))
+    (catalogue / "new-family.yml").write_text(spec.replace(f"id: {TASK}", "id: new-family")
+                                              .replace("extends: _base/touche.yml", "extends: trek.yml"))
 
 
-#: (argv, text the one line must hold); every case: exit 2, one ``error:`` line, no traceback
-CLUMSY: dict[str, tuple[list[str], tuple[str, ...]]] = {
+NO_SERVER = "http://127.0.0.1:9"  # the discard port on loopback: nothing listens there
+SPEC_ENV = {"SHAREDTASK_TASKS": "CATALOGUE"}
+
+#: name -> (argv, text the one line must hold[, {"env": ..., "docker": True}]). Every case: exit 2,
+#: one ``error:`` line on stderr (its hint in parentheses on the same line), nothing on stdout,
+#: no traceback, and no file or folder made in the working directory. The 48 of the field test
+#: (issue 40) and the ones found since; a case that failed was fixed in the command.
+CLUMSY: dict[str, tuple] = {
+    # evaluate: the participant's first score
     "task3 --json, nothing judged": (["evaluate", "Team-task3-run.tsv", "--task", "arqmath-3-task3", "--truth",
                                       str(T3_TRUTH), "--answer-map", "map.tsv", "--measures", "ar", "p1", "--json"],
                                      ("nothing scored", "AR and P@1 not computed")),
@@ -516,34 +541,201 @@ CLUMSY: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "4-column run": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)],
                      ("5 columns, found 4",)),
     "binary run": (["evaluate", "garbage.bin", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)], ("not UTF-8",)),
-    "empty team name": (["serve", "--new-team", "", "--data-dir", "svc"], ("invalid team name ''",)),
-    "server URL with a page": (["submit", "--task", TASK, "--image", "x", "--token", "t",
-                                "--server", "http://127.0.0.1:9/openapi.json"], ("names a page", "http://127.0.0.1:9")),
-    "server URL of another scheme": (["status", "1", "--server", "ftp://host", "--token", "t"], ("invalid server URL",)),
-    "no token": (["submit", "--task", TASK, "--image", "x", "--server", "http://127.0.0.1:9", "--token", ""],
-                 ("no token given",)),
-    "a folder as --dataset": (["run", "--task", TASK, "--image", "x", "--dataset", "in/"], ("is a folder", "--input")),
-    "mirror that is no URL": (["data", "fetch", "touche-2021-task1/test", "--mirror", "notaurl"], ("is not a URL",)),
+    "empty run": (["evaluate", "empty.txt", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)], ("the run is empty",)),
+    "a folder without a run": (["evaluate", "in", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)],
+                               ("no run.txt or run.txt.gz",)),
+    "a Touché run for ARQMath": (["evaluate", "touche-run.txt", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)],
+                                 ("this is a TREC run", "expects an ARQMath Task 1 run", "check --task")),
+    "an ARQMath run for Touché": (["evaluate", "sample-run.tsv", "--task", TASK, "--truth", str(T21_TRUTH)],
+                                  ("this is an ARQMath Task 1 run", "expects a TREC run")),
+    "task id typo": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-tsak1", "--truth", str(T1_TRUTH)],
+                     ("unknown task 'arqmath-3-tsak1'", "did you mean 'arqmath-3-task1'?")),
+    "task id typo, --json": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-tsak1", "--json"],
+                             ("unknown task", "did you mean 'arqmath-3-task1'?")),
     "unknown measure": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--measures", "ndcg"],
-                        ("has no measure 'ndcg'",)),
+                        ("has no measure 'ndcg'", "did you mean 'ndcg_prime'?")),
+    "measure typo": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH), "--measures",
+                      "ndgc_prime"], ("has no measure 'ndgc_prime'", "did you mean 'ndcg_prime'?")),
     "missing answer map": (["evaluate", "Team-task3-run.tsv", "--task", "arqmath-3-task3", "--truth", str(T3_TRUTH),
                             "--answer-map", "nomap.tsv"], ("nomap.tsv",)),
-    "reproduce --all with one record's options": (["reproduce", "--all", "--input", "in"], ("for one RECORD",)),
-    "reproduce without what": (["reproduce"], ("give either RECORD or --all",)),
-    "port 0": (["serve", "--port", "0"], ("--port 0",)),
+    "answer map off Task 3": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH),
+                               "--answer-map", "map.tsv"], ("--answer-map", "drop --answer-map")),
     "dataset of another task": (["evaluate", "four.tsv", "--task", "arqmath-3-task1", "--dataset",
                                  "arqmath-3-task3/test"], ("belongs to task arqmath-3-task3",)),
-    "unknown dataset": (["data", "show", "nope/test"], ("unknown dataset 'nope/test'",)),
+    "a folder as evaluate --dataset": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--dataset",
+                                        str(T1_TRUTH)], ("is a folder", "--truth")),
+    "a file as --truth": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth", "four.tsv"],
+                          ("--truth four.tsv is a file, not a folder", "--qrels four.tsv")),
+    "a folder as --qrels": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--qrels", "in"],
+                            ("Is a directory",)),
+    "empty qrels": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--qrels", "empty.txt"],
+                    ("the qrels file is empty",)),
+    "no run at all": (["evaluate", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH)], ("no run given",)),
+    "--prototext of two runs": (["evaluate", "sample-run.tsv", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth",
+                                 str(T1_TRUTH), "--prototext"], ("--prototext writes one run's evaluation", "--json")),
+    "--significance of one run": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH),
+                                   "--significance"], ("--significance compares runs",)),
+    "--alpha 2": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth", str(T1_TRUTH), "--alpha", "2"],
+                  ("--alpha 2", "between 0 and 1")),
+    "grader YAML with an unclosed bracket": (["evaluate", "sample-run.tsv", "--task", "arqmath-3-task1", "--truth",
+                                              str(T1_TRUTH), "--grader", "grader.yml"], ("grader.yml:2:11: invalid YAML",)),
+    # validate
     "--fix over an existing file": (["validate", "four.tsv", "--task", "arqmath-3-task1", "--fix", "map.tsv"],
                                     ("the file exists", "keeps that one")),
+    "validate a missing run, --json": (["validate", "nope.tsv", "--task", TASK, "--json"], ("nope.tsv does not exist",)),
+    "a folder as --topics": (["validate", "touche-run.txt", "--task", TASK, "--topics", "in"], ("topics file not found",)),
+    "a stage without candidates": (["validate", "touche-run.txt", "--task", TASK, "--input-run", "in"],
+                                   ("holds no rerank.jsonl.gz", "rerank-input")),
+    "--examples -1": (["validate", "touche-run.txt", "--task", TASK, "--examples", "-1"], ("--examples -1",)),
+    # run: limits Docker refuses, paths that cannot be what they should
+    "--memory 1k": (["run", "--task", TASK, "--image", "sharedtask/base:latest", "--command", "true", "--memory", "1k"],
+                    ("--memory", "below Docker's minimum of 6 MiB"), {"docker": True}),
+    "--cpus 64": (["run", "--task", TASK, "--image", "sharedtask/base:latest", "--command", "true", "--cpus",
+                   str((os.cpu_count() or 1) + 62)], ("--cpus", "CPU(s) of the Docker host"), {"docker": True}),
+    "--cpus 0": (["run", "--task", TASK, "--image", "x:1", "--cpus", "0"], ("invalid --cpus 0", "must be positive")),
+    "--cpus -1": (["run", "--task", TASK, "--image", "x:1", "--cpus", "-1"], ("must be positive",)),
+    "--timeout 0": (["run", "--task", TASK, "--image", "x:1", "--timeout", "0"], ("invalid timeout",)),
+    "--memory=-5m": (["run", "--task", TASK, "--image", "x:1", "--memory=-5m"], ("invalid memory limit",)),
+    "--pids 0": (["run", "--task", TASK, "--image", "x:1", "--pids", "0"], ("invalid --pids 0",)),
+    "--max-output 1x": (["run", "--task", TASK, "--image", "x:1", "--max-output", "1x"], ("invalid output limit",)),
+    "unknown CPU profile": (["run", "--task", TASK, "--image", "x:1", "--cpu-profile", "pentium"],
+                            ("unknown CPU profile 'pentium'", "nehalem")),
+    "a file as --input": (["run", "--task", TASK, "--image", "x:1", "--input", "four.tsv"], ("is a file, not a folder",)),
+    "a file as --output": (["run", "--task", TASK, "--image", "x:1", "--output", "four.tsv"], ("is a file, not a folder",)),
+    "a full folder as --output": (["run", "--task", TASK, "--image", "x:1", "--output", "full"], ("is not empty",)),
+    "a missing --input-run": (["run", "--task", TASK, "--image", "x:1", "--input-run", "nostage"],
+                              ("input run nostage does not exist",)),
+    "a folder as --dataset": (["run", "--task", TASK, "--image", "x", "--dataset", "in/"], ("is a folder", "--input")),
+    "dataset typo": (["run", "--task", TASK, "--image", "x:1", "--dataset", f"{TASK}/tset"],
+                     ("unknown dataset", f"did you mean '{TASK}/test'?")),
+    # rerank-input, pool, qrels, agreement, compare: the second stage and the organizer's side
+    "rerank --depth 0": (["rerank-input", "--task", TASK, "--run", "touche-run.txt", "--output", "stage", "--depth", "0"],
+                         ("--depth 0: must be at least 1",)),
+    "rerank --depth -3": (["rerank-input", "--task", TASK, "--run", "touche-run.txt", "--output", "stage", "--depth",
+                           "-3"], ("--depth -3",)),
+    "rerank a binary run": (["rerank-input", "--task", TASK, "--run", "garbage.bin", "--output", "stage"],
+                            ("garbage.bin", "invalid UTF-8")),
+    "rerank into a full folder": (["rerank-input", "--task", TASK, "--run", "touche-run.txt", "--output", "full"],
+                                  ("--output full is not empty",)),
+    "pool with no runs": (["pool", "--task", "arqmath-3-task1", "--output", "pool"], ("no runs to pool",)),
+    "pool --depth primary=0": (["pool", "sample-run.tsv", "--task", "arqmath-3-task1", "--output", "pool", "--depth",
+                                "primary=0"], ("N >= 1",)),
+    "pool --depth deep": (["pool", "sample-run.tsv", "--task", "arqmath-3-task1", "--output", "pool", "--depth", "deep"],
+                          ("expected primary=N",)),
+    "pool a missing run": (["pool", "nope.tsv", "--task", "arqmath-3-task1", "--output", "pool"], ("no such run file",)),
+    "pool a binary run": (["pool", "garbage.bin", "--task", "arqmath-3-task1", "--output", "pool"], ("invalid UTF-8",)),
+    "pool into a file": (["pool", "sample-run.tsv", "--task", "arqmath-3-task1", "--output", "four.tsv"],
+                         ("--output four.tsv is a file, not a folder",)),
+    "qrels of a folder without judgments": (["qrels", "in", "--output", "q.tsv"], ("no pool.json here",)),
+    "agreement with one file": (["agreement", "four.tsv", "--task", "arqmath-3-task1"], ("at least two",)),
+    "agreement on empty files": (["agreement", "empty.txt", "empty.txt", "--task", "arqmath-3-task1"],
+                                 ("no judgments",)),
+    "agreement of another task's qrels": (["agreement", str(T21_TRUTH / "qrels.txt"), str(T21_TRUTH / "qrels.txt"),
+                                           "--task", "arqmath-3-task1"], ("is a topic id of arqmath-3-task1", "--task")),
+    "compare runs of two tasks": (["compare", "sample-run.tsv", "touche-run.txt", "--task", "arqmath-3-task1"],
+                                  ("this is a TREC run",)),
+    "compare --min-ktu 2": (["compare", "sample-run.tsv", "sample-run.tsv", "--task", "arqmath-3-task1", "--min-ktu",
+                             "2"], ("--min-ktu 2: must be between -1 and 1",)),
+    "compare --rbo-p 1.5": (["compare", "sample-run.tsv", "sample-run.tsv", "--task", "arqmath-3-task1", "--rbo-p",
+                             "1.5"], ("between 0 and 1",)),
+    # the service, seen from a team and from the organizer
+    "empty team name": (["serve", "--new-team", "", "--data-dir", "svc"], ("invalid team name ''",)),
+    "port 0": (["serve", "--port", "0"], ("--port 0",)),
+    "port 70000": (["serve", "--port", "70000", "--data-dir", "svc"], ("--port 70000",)),
+    "server URL with a page": (["submit", "--task", TASK, "--image", "x", "--token", "t",
+                                "--server", f"{NO_SERVER}/openapi.json"], ("names a page", NO_SERVER)),
+    "server URL of another scheme": (["status", "1", "--server", "ftp://host", "--token", "t"], ("invalid server URL",)),
+    "server without a scheme": (["submit", "--task", TASK, "--image", "x", "--token", "t", "--server", "localhost:8000"],
+                                ("invalid server URL 'localhost:8000'",)),
+    "unreachable server": (["submit", "--task", TASK, "--image", "x", "--token", "t", "--server", NO_SERVER],
+                           ("cannot reach the server", "sharedtask serve")),
+    "no token": (["submit", "--task", TASK, "--image", "x", "--server", NO_SERVER, "--token", ""], ("no token given",)),
+    "a pasted 'Bearer' token": (["submit", "--task", TASK, "--image", "x", "--server", NO_SERVER, "--token",
+                                 "Bearer st_x"], ("invalid token: character 7 is ' '",)),
+    "submission 0": (["status", "0", "--server", NO_SERVER, "--token", "t"], ("submission numbers start at 1",)),
+    "broker not a URL (demo)": (["demo", "--task", TASK, "--broker", "notaurl", "--output", "demo"],
+                                ("invalid --broker 'notaurl'", "redis://")),
+    "broker not a URL (worker)": (["worker", "--broker", "notaurl"], ("invalid --broker 'notaurl'",)),
+    "worker --max-memory 1x": (["worker", "--broker", "redis://127.0.0.1:1/0", "--max-memory", "1x"],
+                               ("invalid --max-memory",)),
+    # data, tasks, baselines, reproduction
+    "mirror that is no URL": (["data", "fetch", "touche-2021-task1/test", "--mirror", "notaurl"], ("is not a URL",)),
+    "unknown dataset": (["data", "show", "nope/test"], ("unknown dataset 'nope/test'",)),
+    "dataset typo, --json": (["data", "show", f"{TASK}/tset", "--json"], (f"did you mean '{TASK}/test'?",)),
+    "ir-layout of a folder without topics": (["data", "ir-layout", "in", "--task", TASK, "--output", "layout"],
+                                             ("holds no topics file",)),
+    "ir-layout of a file": (["data", "ir-layout", "four.tsv", "--task", TASK], ("is not a folder",)),
+    "task typo": (["tasks", "show", "touche-2021-tsak1"], ("did you mean 'touche-2021-task1'?",)),
+    "task in capitals": (["tasks", "show", TASK.upper()], ("unknown task", f"did you mean '{TASK}'?")),
+    "sample of a task typo": (["sample", "touche-2021-tsak1", "t"], ("did you mean 'touche-2021-task1'?",)),
+    "baseline typo": (["baseline", "run", "lucene-bm52", "--task", TASK], ("did you mean 'lucene-bm25'?",)),
+    "reproduce --all with one record's options": (["reproduce", "--all", "--input", "in"], ("for one RECORD",)),
+    "reproduce without what": (["reproduce"], ("give either RECORD or --all",)),
+    "reproduce a record that is not JSON": (["reproduce", "record.json"], ("not a run record",)),
+    "reproduce a folder without a record": (["reproduce", "in"], ("run-record.json does not exist",)),
+    "reproduce --cpu-profile pentium": (["reproduce", "--all", "--cpu-profile", "pentium"], ("unknown CPU profile",)),
+    "reproduce --min-rbo 7": (["reproduce", "--all", "--min-rbo", "7"], ("--min-rbo 7",)),
+    "demo --edition --error-rate 2": (["demo", "--edition", "--runs", "sample-run.tsv", "--error-rate", "2",
+                                       "--output", "demo"], ("between 0 and 1",)),
+    "demo --parallel 0": (["demo", "--task", TASK, "--parallel", "0", "--output", "demo"], ("--parallel must be",)),
+    "check-input of a missing folder": (["check-input", "--task", TASK, "nope"], ("dataset folder not found: nope",)),
+    "check-input of a file": (["check-input", "--task", TASK, "four.tsv"], ("four.tsv",)),
+    "new-submission into a file": (["new-submission", "--task", TASK, "four.tsv"], ("is not a directory",)),
+    "new-submission into a full folder": (["new-submission", "--task", TASK, "full"], ("not empty", "--force")),
+    "images-server of a missing folder": (["images-server", "--dir", "nowhere"], ("--dir nowhere is not a folder",),
+                                          {"env": {"SHAREDTASK_IMAGES_TOKEN": "a-token-of-at-least-16-chars"}}),
+    "images-server without its token": (["images-server", "--dir", "in"], ("SHAREDTASK_IMAGES_TOKEN",),
+                                        {"env": {"SHAREDTASK_IMAGES_TOKEN": ""}}),
+    # an organizer's own task catalogue
+    "spec with an unclosed quote": (["tasks", "show", "bad-yaml"], ("bad-yaml.yml:5:1: invalid YAML",
+                                                                    "quoted scalar at line 3, column 8"), {"env": SPEC_ENV}),
+    "spec of an unknown family": (["tasks", "show", "new-family"], ("family: 'trek' is not one of",), {"env": SPEC_ENV}),
 }
 
 
+def _tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def test_the_table_holds_the_field_tests_48_and_covers_every_command() -> None:
+    assert len(CLUMSY) >= 48
+    commands = {case[0][0] for case in CLUMSY.values()}
+    # every command a user meets with input of their own (not the help-only or the long-running ones)
+    assert commands >= {"evaluate", "validate", "run", "rerank-input", "pool", "qrels", "agreement", "compare", "serve",
+                        "submit", "status", "worker", "data", "tasks", "sample", "baseline", "reproduce", "demo",
+                        "check-input", "new-submission", "images-server"}
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
 @pytest.mark.parametrize("case", sorted(CLUMSY))
-def test_clumsy_input_is_one_line(case: str, tmp_path: Path) -> None:
-    argv, needles = CLUMSY[case]
-    _clumsy_files(tmp_path)
-    assert_one_line_error(cli(*argv, cwd=tmp_path, env={"DOCKER_HOST": NO_DOCKER}), *needles)
+def test_clumsy_input_is_one_line(case: str, columns: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    argv, needles, *extra = CLUMSY[case]
+    options = extra[0] if extra else {}
+    if options.get("docker"):
+        request.getfixturevalue("base_image")  # skipped without the daemon and its base image
+    work = tmp_path / "work"
+    work.mkdir()
+    _clumsy_files(work)
+    before = _tree(work)
+    env = {"COLUMNS": columns, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           **{k: v.replace("CATALOGUE", str(work / "catalogue")) for k, v in options.get("env", {}).items()}}
+    if not options.get("docker"):
+        env["DOCKER_HOST"] = NO_DOCKER  # the user's mistake comes before Docker's absence
+    proc = cli(*argv, cwd=work, env=env)
+    assert_one_line_error(proc, *needles)
+    assert proc.stdout == "", proc.stdout[-2000:]
+    assert _tree(work) == before  # refused: nothing made (no empty output folder, no database)
+
+
+@pytest.mark.xfail(strict=True, reason="serve opens its data folder and database before it parses --max-upload "
+                                       "and --db (cli/serve.py, being changed on another branch; move both checks "
+                                       "above data_dir.mkdir)")
+@pytest.mark.parametrize("argv, needle", [(["--max-upload", "lots"], "invalid --max-upload"),
+                                          (["--db", "notaurl"], "cannot open the database notaurl")])
+def test_serve_refusals_leave_no_data_folder(argv: list[str], needle: str, tmp_path: Path) -> None:
+    proc = cli("serve", *argv, "--data-dir", "svc", cwd=tmp_path)
+    assert_one_line_error(proc, needle)  # holds today
+    assert not (tmp_path / "svc").exists()  # does not: the folder (and for --max-upload a database) is made
 
 
 @pytest.mark.parametrize("name, first", [("four.tsv", "wrong layout: none of its 2 line(s) has the 5 columns"),

@@ -121,3 +121,83 @@ def test_a_short_word_is_never_folded_and_the_table_keeps_to_the_width(width: in
     assert max(len(line) for line in lines) <= width
     assert sum("identical" in line for line in lines) == 2
     assert any("mathlib4-search/lucene-bm25-statements" in line for line in lines)
+
+
+@pytest.mark.parametrize("width", [80, 81, 100, 200])
+def test_a_table_a_column_too_wide_stays_within_the_width(width: int) -> None:
+    """`sample` at 80 columns drew its table one column wider than the terminal, its right edge
+    cut: rich shrank a whole column (the widest wrappable one), clamped it back to its minimum
+    and never shrank the text column. The text column gives way now."""
+    import io
+
+    from rich.console import Console
+
+    from sharedtask.tables import Column, KeyedTable
+
+    table = KeyedTable([Column("file"), Column("format", whole=True), Column("size", "right", whole=True),
+                        Column("goes to")])
+    table.add_row("input/documents.jsonl.gz", "tira-documents-jsonl", "202.5 KiB", "$inputDataset")
+    table.add_row("truth/qrels.txt", "trec-qrels", "2.9 KiB", "evaluation only")
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None).print(table)
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    assert all(line.rstrip().endswith(("┓", "┃", "┩", "│", "┘")) for line in lines), "\n".join(lines)  # right edge drawn
+    for value in ("input/documents.jsonl.gz", "tira-documents-jsonl", "202.5 KiB"):
+        assert any(value in line for line in lines)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_sample_and_check_input_name_every_file_whole(width: int, tmp_path: Path) -> None:
+    task = load_task("touche-2021-task1")
+    out = _cli(["sample", task.id, str(tmp_path / "t21")], width)
+    files = sorted(p.relative_to(tmp_path / "t21").as_posix() for p in (tmp_path / "t21").rglob("*") if p.is_file())
+    _whole("\n".join(line for line in out.splitlines() if not line.startswith(("it with ", "sample of "))), files, width)
+    out = _cli(["check-input", "--task", task.id, str(tmp_path / "t21" / "input")], width)
+    _whole("\n".join(line for line in out.splitlines() if " input contract of " not in line),
+           [f.split("/", 1)[1] for f in files if f.startswith("input/") and f.endswith(".json")], width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_significance_and_per_topic_tables_name_both_runs_whole(width: int, tmp_path: Path) -> None:
+    """The pairs table names two runs a row and the per-topic table a run a column: each whole."""
+    task = load_task("touche-2021-task1")
+    names = ["lucene-dirichlet-2026-11-27T03-14-15", "lucene-dirichlet-2026-11-27T03-59-01"]
+    runs = []
+    for name, source in zip(names, ("lucene-dirichlet", "lucene-bm25")):
+        out = tmp_path / name / "output"
+        out.mkdir(parents=True)
+        shutil.copyfile(REFERENCE / task.id / f"{source}.txt", out / "run.txt")
+        runs.append(str(out / "run.txt"))
+    out = _cli(["evaluate", *runs, "--task", task.id, "--truth", str(task.sample_dir / "truth"), "--significance",
+                "--per-topic"], width)
+    pairs = out[out.index("all pairs on"):out.index("per topic:")]
+    _whole(pairs, names, width)
+    per_topic = out[out.index("per topic:"):]
+    _whole(per_topic, names, width)
+    assert sum(name in line for line in per_topic.splitlines() for name in names) >= 2
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_docker_doctor_keeps_each_check_whole(width: int) -> None:
+    env = dict(os.environ, COLUMNS=str(width), TERM="dumb", DOCKER_HOST="unix:///nonexistent/sharedtask/docker.sock")
+    done = subprocess.run([sys.executable, "-m", "sharedtask", "docker-doctor"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    _whole("\n".join(line for line in done.stdout.splitlines() if not line.startswith("Fix it all")),
+           ["docker CLI", "docker daemon"], width)
+
+
+@pytest.mark.parametrize("task_id", ["arqmath-3-task2", "touche-2021-task1"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_tasks_show_keeps_each_contracts_path_format_and_role_whole(task_id: str, width: int) -> None:
+    """`tasks show` at 80 columns cut "formulas/*.t…", "arqmath-posts-…" and the run file pattern."""
+    task = load_task(task_id)
+    out = _cli(["tasks", "show", task_id], width)
+    files = [*task.input.files, *task.truth.files]
+    _whole(out, [f.path for f in files] + [f.format for f in files] + [f.role for f in files]
+           + [m.key for m in task.measures], width)
+    assert "…" not in out
+    if task.output.file_name_pattern:  # folded over lines, never cut
+        flat = "".join(line.strip("│ ") for line in out.splitlines())
+        assert task.output.file_name_pattern in flat

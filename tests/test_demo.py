@@ -26,7 +26,7 @@ TASKS = ["touche-2021-task1", "arqmath-3-task1"]
 @pytest.fixture(scope="module")
 def demo_out(base_image, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo")
-    args = ["demo", "--out", str(out)]
+    args = ["demo", "--output", str(out)]
     for task in TASKS:
         args += ["--task", task]
     assert main(args) == 0
@@ -76,7 +76,7 @@ def test_submissions_are_ranked_with_the_baselines(demo_out: Path, tmp_path: Pat
         },
     }))
     out = tmp_path / "organizer"
-    code = main(["demo", "--task", "touche-2021-task1", "--submissions", str(subs), "--no-baselines", "--out", str(out)])
+    code = main(["demo", "--task", "touche-2021-task1", "--submissions", str(subs), "--no-baselines", "--output", str(out)])
     assert code == 1  # one run failed
     board = json.loads((out / "touche-2021-task1" / "leaderboard.json").read_text())
     assert [row["run"] for row in board["runs"]] == ["team-a"]
@@ -93,6 +93,6 @@ def test_docker_not_running_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys:
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     monkeypatch.setattr(dockerclient, "_CLIENT", None)  # as in a new process: no client yet
-    assert main(["demo", "--task", "touche-2020-task1", "--out", "/tmp/never-written"]) == 2
+    assert main(["demo", "--task", "touche-2020-task1", "--output", "/tmp/never-written"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Docker is not running" in err and "docker-doctor" in err

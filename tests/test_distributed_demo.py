@@ -45,11 +45,11 @@ def test_demo_on_two_workers_ranks_like_the_local_pool(broker, workers, submissi
     workers(broker, "beta")
     remote = tmp_path / "remote"
     args = ["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines"]
-    assert main([*args, "--broker", broker.url, "--out", str(remote)]) == 1  # team-c failed
+    assert main([*args, "--broker", broker.url, "--output", str(remote)]) == 1  # team-c failed
     shown = capsys.readouterr().out
     assert "running on alpha" in shown or "running on beta" in shown
     local = tmp_path / "local"
-    assert main([*args, "--parallel", "2", "--out", str(local)]) == 1
+    assert main([*args, "--parallel", "2", "--output", str(local)]) == 1
     remote_board, local_board = board(remote), board(local)
     assert [r["run"] for r in remote_board["runs"]] == [r["run"] for r in local_board["runs"]]
     assert sorted(r["run"] for r in remote_board["runs"]) == ["team-a", "team-b"]  # each counted once
@@ -64,7 +64,7 @@ def test_demo_on_two_workers_ranks_like_the_local_pool(broker, workers, submissi
 
     # The coordinator started again on the same folder: every result is taken, nothing runs again.
     stamps = {p: p.stat().st_mtime_ns for p in (remote / TASK).glob("*/job-result.json")}
-    assert main([*args, "--broker", broker.url, "--out", str(remote)]) == 1
+    assert main([*args, "--broker", broker.url, "--output", str(remote)]) == 1
     assert {p: p.stat().st_mtime_ns for p in (remote / TASK).glob("*/job-result.json")} == stamps
     assert board(remote)["runs"] == remote_board["runs"]
 
@@ -72,7 +72,7 @@ def test_demo_on_two_workers_ranks_like_the_local_pool(broker, workers, submissi
 def test_local_pool_runs_side_by_side(submissions, tmp_path):
     out = tmp_path / "pool"
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--parallel", "3", "--out", str(out)]) == 1
+                 "--parallel", "3", "--output", str(out)]) == 1
     records = [json.loads((out / TASK / n / "run-record.json").read_text()) for n in ("team-a", "team-b")]
     # Both sleep 2 s: in a pool of three, each starts before the other ends.
     assert records[0]["started_at"] < records[1]["ended_at"] and records[1]["started_at"] < records[0]["ended_at"]
@@ -80,11 +80,11 @@ def test_local_pool_runs_side_by_side(submissions, tmp_path):
     stamps = {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")}
     assert len(stamps) == 3
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--parallel", "3", "--resume", "--out", str(out)]) == 1
+                 "--parallel", "3", "--resume", "--output", str(out)]) == 1
     assert {p: p.stat().st_mtime_ns for p in (out / TASK).glob("*/job-result.json")} == stamps
     # Without it, every run is made again.
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--parallel", "3", "--out", str(out)]) == 1
+                 "--parallel", "3", "--output", str(out)]) == 1
     assert all(p.stat().st_mtime_ns != stamp for p, stamp in stamps.items())
 
 
@@ -97,14 +97,14 @@ def test_demo_renders_kubernetes_jobs_by_digest_in_a_restricted_namespace_and_ru
     out, manifests = tmp_path / "out", tmp_path / "k8s"
     # without a registry the images have no digest a cluster could pull: one line, nothing written
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--kubernetes", str(manifests / "tags"), "--out", str(out)]) == 2
+                 "--kubernetes", str(manifests / "tags"), "--output", str(out)]) == 2
     assert not list((manifests / "tags").glob("team-*.yaml"))
     if ensure_installed("docker-registry", "docker-registry") is None:
         pytest.skip("Debian's docker-registry is not installed")
     registry = start_local(tmp_path / "registry")
     try:
         assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                     "--kubernetes", str(manifests), "--images-registry", registry.address, "--out", str(out)]) == 0
+                     "--kubernetes", str(manifests), "--images-registry", registry.address, "--output", str(out)]) == 0
         name, _, tag = tiny_image.rpartition(":")  # the registry's own word on what the push stored
         request = urllib.request.Request(f"http://{registry.address}/v2/{name}/manifests/{tag}", method="HEAD",
                                          headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
@@ -137,7 +137,7 @@ def test_demo_ships_images_as_archives_named_by_id(docker_client, broker, worker
     workers(broker, "gamma")
     out, images = tmp_path / "out", tmp_path / "images"
     assert main(["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines",
-                 "--broker", broker.url, "--images-dir", str(images), "--out", str(out)]) == 1
+                 "--broker", broker.url, "--images-dir", str(images), "--output", str(out)]) == 1
     ids = {docker_client.images.get(tag).id.split(":")[1] for tag in (tiny_image, second_image)}
     assert {p.name for p in images.iterdir()} == {f"{i}.tar" for i in ids}  # each image once, no .part left
     assert sorted(r["run"] for r in board(out)["runs"]) == ["team-a", "team-b"]
@@ -161,7 +161,7 @@ def test_a_reranker_runs_on_a_worker_with_its_first_stage_shipped(broker, worker
     }}))
     out, images = tmp_path / "out", tmp_path / "images"
     assert main(["demo", "--task", TASK, "--manifest", str(manifest), "--broker", broker.url,
-                 "--images-dir", str(images), "--out", str(out)]) == 0
+                 "--images-dir", str(images), "--output", str(out)]) == 0
     stage = out / TASK / "lucene-bm25" / "stage"
     candidates = sha256(stage / "rerank.jsonl.gz")
     assert (images / f"stage-{candidates}.tar").is_file()

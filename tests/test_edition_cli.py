@@ -33,7 +33,7 @@ def test_pool_command_writes_pool_with_kinds_and_depths(tmp_path: Path) -> None:
     runs = sorted((REFERENCE / "arqmath-3-task1").iterdir())
     out = tmp_path / "pool"
     done = cli("pool", *map(str, runs[:4]), "--alternate", f"alt={runs[4]}", "--task", "arqmath-3-task1",
-               "--out", str(out), "--depth", "primary=10", "--seed", "5")
+               "--output", str(out), "--depth", "primary=10", "--seed", "5")
     assert done.returncode == 0, done.stderr
     meta = json.loads((out / "pool.json").read_text())
     assert meta["rule"]["depths"] == {"primary": 10, "alternate": 20}
@@ -53,15 +53,15 @@ def test_pool_command_writes_pool_with_kinds_and_depths(tmp_path: Path) -> None:
 def test_pool_bad_input_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"
     bad.write_text("A.301\t1\t1\t0.5\ttag\nA.301\t2\t2\tnot-a-score\ttag\n")
-    line = one_line_error(cli("pool", str(bad), "--task", "arqmath-3-task1", "--out", str(tmp_path / "p")))
+    line = one_line_error(cli("pool", str(bad), "--task", "arqmath-3-task1", "--output", str(tmp_path / "p")))
     assert f"{bad}:2:" in line and "score" in line
-    line = one_line_error(cli("pool", str(bad), "--task", "arqmath-3-task1", "--out", str(tmp_path / "p"),
+    line = one_line_error(cli("pool", str(bad), "--task", "arqmath-3-task1", "--output", str(tmp_path / "p"),
                               "--depth", "primary=zero"))
     assert "--depth" in line
     line = one_line_error(cli("pool", str(tmp_path / "missing.tsv"), "--task", "arqmath-3-task1",
-                              "--out", str(tmp_path / "p")))
+                              "--output", str(tmp_path / "p")))
     assert "missing.tsv" in line
-    line = one_line_error(cli("pool", str(bad), "--task", "mathqa-test", "--out", str(tmp_path / "p")))
+    line = one_line_error(cli("pool", str(bad), "--task", "mathqa-test", "--output", str(tmp_path / "p")))
     assert "not pooled" in line
     assert not (tmp_path / "p" / "pool.tsv").exists()
 
@@ -70,14 +70,14 @@ def test_qrels_command_from_judged_folder(tmp_path: Path) -> None:
     env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}
     runs = sorted((REFERENCE / "arqmath-3-task1").iterdir())
     pool = tmp_path / "pool"
-    assert cli("pool", *map(str, runs), "--task", "arqmath-3-task1", "--out", str(pool), env=env).returncode == 0
+    assert cli("pool", *map(str, runs), "--task", "arqmath-3-task1", "--output", str(pool), env=env).returncode == 0
     items = [line.split("\t")[:2] for line in (pool / "pool.tsv").read_text().splitlines()]
     (pool / "judgments").mkdir()
     # ann judges everything 1, bob the first three items 3: max gives 3 there
     (pool / "judgments" / "ann.qrels").write_text("".join(f"{t}\t0\t{i}\t1\n" for t, i in items))
     (pool / "judgments" / "bob.qrels").write_text("".join(f"{t}\t0\t{i}\t3\n" for t, i in items[:3]))
     out = tmp_path / "qrels.tsv"
-    done = cli("qrels", str(pool), "--out", str(out), "--register", "ed1", env=env)
+    done = cli("qrels", str(pool), "--output", str(out), "--register", "ed1", env=env)
     assert done.returncode == 0, done.stderr
     lines = out.read_text().splitlines()
     assert len(lines) == len(items)
@@ -92,7 +92,7 @@ def test_qrels_command_from_judged_folder(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # a judgment of an item outside the pool is refused with its line
     (pool / "judgments" / "cid.qrels").write_text("A.301\t0\t999999999\t2\n")
-    line = one_line_error(cli("qrels", str(pool), "--out", str(out), env=env))
+    line = one_line_error(cli("qrels", str(pool), "--output", str(out), env=env))
     assert "cid.qrels:1" in line and "not in the pool" in line
 
 
@@ -104,7 +104,7 @@ def test_task3_answers_judged_in_task1_pool_get_qrels_and_known_answers_of_their
     pool = tmp_path / "pool"
     task3_run = REFERENCE / "arqmath-3-task3" / "extractive-qa.txt"
     done = cli("pool", str(REFERENCE / "arqmath-3-task1" / "lucene-bm25.txt"), "--shared", f"arqmath-3-task3={task3_run}",
-               "--task", "arqmath-3-task1", "--out", str(pool), env=env)
+               "--task", "arqmath-3-task1", "--output", str(pool), env=env)
     assert done.returncode == 0, done.stderr
     answers = [line.split("\t")[:2] for line in (pool / "answers.tsv").read_text().splitlines()]
     assert len(answers) == 6
@@ -112,7 +112,7 @@ def test_task3_answers_judged_in_task1_pool_get_qrels_and_known_answers_of_their
     (pool / "judgments").mkdir()
     (pool / "judgments" / "ann.qrels").write_text("".join(f"{t}\t0\t{i}\t{grades[t]}\n" for t, i in answers))
     out = tmp_path / "qrels.tsv"
-    done = cli("qrels", str(pool), "--out", str(out), "--register", "ed3", env=env)
+    done = cli("qrels", str(pool), "--output", str(out), "--register", "ed3", env=env)
     assert done.returncode == 0, done.stderr
     done = cli("evaluate", str(task3_run), "--task", "arqmath-3-task3", "--dataset", "arqmath-3-task3/ed3", "--json",
                env=env)
@@ -126,7 +126,7 @@ def test_task3_answers_judged_in_task1_pool_get_qrels_and_known_answers_of_their
 def test_demo_edition(tmp_path: Path, task_id: str) -> None:
     env = {**os.environ, "SHAREDTASK_DATA": str(tmp_path / "store")}
     done = cli("demo", "--edition", "--task", task_id, "--runs", str(REFERENCE / task_id),
-               "--out", str(tmp_path / "out"), "--error-rate", "0", "--json", env=env)
+               "--output", str(tmp_path / "out"), "--error-rate", "0", "--json", env=env)
     assert done.returncode == 0, done.stderr
     start = done.stdout.index("{\n")
     result = json.loads(done.stdout[start:])
@@ -156,7 +156,7 @@ def test_demo_edition(tmp_path: Path, task_id: str) -> None:
         both = set(quality_truth) & set(quality)
         assert both and all(quality_truth[k] == quality[k] for k in both)
     with_errors = cli("demo", "--edition", "--task", task_id, "--runs", str(REFERENCE / task_id),
-                      "--out", str(tmp_path / "out2"), "--error-rate", "0.5", "--json", env=env)
+                      "--output", str(tmp_path / "out2"), "--error-rate", "0.5", "--json", env=env)
     assert with_errors.returncode == 0, with_errors.stderr
     kappa = json.loads(with_errors.stdout[with_errors.stdout.index("{\n"):])["agreement"]["cohen_kappa"]
     assert kappa is not None and kappa < 0.9

@@ -148,7 +148,7 @@ def test_a_link_in_one_teams_output_fails_that_run_and_the_batch_lands(broker, w
     workers(broker, "wland")
     out = tmp_path / "out"
     args = ["demo", "--task", TASK, "--submissions", str(submissions), "--no-baselines", "--broker", broker.url,
-            "--out", str(out)]
+            "--output", str(out)]
     for _ in range(2):  # and again on the same folder: the refusal is reported again, nothing aborts
         assert main(args) == 1
         capsys.readouterr()

@@ -157,8 +157,8 @@ def test_a_broker_password_never_reaches_a_message():
 @pytest.mark.parametrize("argv, message", [
     (["worker", "--broker", "redis://127.0.0.1:1/0", "--concurrency", "0"], "--concurrency must be at least 1"),
     (["worker", "--broker", "redis://127.0.0.1:1/0", "--data-root", "/nonexistent/x"], "is not a folder"),
-    (["demo", "--task", "touche-2021-task1", "--images-dir", "/tmp/x", "--out", "/tmp/never-x"], "need --broker URL"),
-    (["demo", "--task", "touche-2021-task1", "--parallel", "0", "--out", "/tmp/never-x"], "--parallel must be"),
+    (["demo", "--task", "touche-2021-task1", "--images-dir", "/tmp/x", "--output", "/tmp/never-x"], "need --broker URL"),
+    (["demo", "--task", "touche-2021-task1", "--parallel", "0", "--output", "/tmp/never-x"], "--parallel must be"),
 ])
 def test_usage_mistakes_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2

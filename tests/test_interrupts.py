@@ -194,7 +194,7 @@ def test_ctrl_c_stops_the_whole_demo_and_resume_runs_the_rest(parallel, step, do
     """With a pool of N and with one run at a time (which runs in the demo's own thread)."""
     folder, out = tmp_path / "barrier", tmp_path / "out"
     args = [sys.executable, "-m", "sharedtask", "demo", "--task", TASK, "--submissions", str(submissions),
-            "--no-baselines", "--parallel", str(parallel), "--out", str(out)]
+            "--no-baselines", "--parallel", str(parallel), "--output", str(out)]
     proc = subprocess.Popen(args, env={**os.environ, **hold_at(step, folder), "COLUMNS": "200"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches)
     try:

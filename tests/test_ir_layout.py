@@ -76,7 +76,7 @@ def test_check_input_finds_a_stale_layout(tmp_path: Path) -> None:
 
 def test_the_cli_writes_the_layout_and_refuses_a_task_without_it(tmp_path: Path, capsys) -> None:
     task = load_task("touche-2021-task1")
-    assert main(["data", "ir-layout", "--task", task.id, str(task.sample_dir / "input"), "--out",
+    assert main(["data", "ir-layout", "--task", task.id, str(task.sample_dir / "input"), "--output",
                  str(tmp_path / "out"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["documents"] == 266
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(LAYOUT)

@@ -55,7 +55,7 @@ def pipeline_demo(base_image, docker_client, tmp_path_factory) -> tuple[Path, li
     out = folder / "out"
     since = time.time() - 1
     code = main(["demo", "--task", TASK, "--manifest", str(manifest), "--submissions", str(submissions),
-                 "--out", str(out)])
+                 "--output", str(out)])
     events = list(docker_client.events(since=since, until=time.time() + 1, decode=True,
                                        filters={"event": "start", "label": [f"sharedtask.owner={owner()}"]}))
     assert code == 0
@@ -111,7 +111,7 @@ def test_a_participants_reranker_loop(pipeline_demo, docker_client, tmp_path, ca
     assert main(["sample", TASK, str(sample)]) == 0
     first = out / TASK / "lucene-bm25" / "output" / "run.txt"
     assert main(["rerank-input", "--task", TASK, "--input", str(sample / "input"), "--run", str(first),
-                 "--out", str(tmp_path / "stage")]) == 0
+                 "--output", str(tmp_path / "stage")]) == 0
     assert main(["run", "--task", TASK, "--image", image, "--input", str(sample / "input"),
                  "--input-run", str(tmp_path / "stage"), "--output", str(tmp_path / "mine" / "output")]) == 0
     mine = tmp_path / "mine" / "output" / "run.txt"

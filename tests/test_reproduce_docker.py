@@ -51,7 +51,7 @@ def test_every_baseline_reproduces_its_reference_identically(base_image: str, tm
 
 def test_reproduce_all_cli_for_one_task(base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "report.html"
-    code = main(["reproduce", "--all", "--task", TASK, "--out", str(tmp_path / "runs"), "--report", str(report),
+    code = main(["reproduce", "--all", "--task", TASK, "--output", str(tmp_path / "runs"), "--report", str(report),
                  "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -65,7 +65,7 @@ def test_reproduce_all_cli_for_one_task(base_image: str, tmp_path: Path, capsys:
     for name in ("lucene-bm25", "lucene-dirichlet"):
         (refs / f"{name}.txt").write_bytes((default_reference_root() / TASK / f"{name}.txt").read_bytes())
     (refs / "lucene-bm25.txt").write_bytes((default_reference_root() / TASK / "lucene-dirichlet.txt").read_bytes())
-    code = main(["reproduce", "--all", "--task", TASK, "--out", str(tmp_path / "runs2"),
+    code = main(["reproduce", "--all", "--task", TASK, "--output", str(tmp_path / "runs2"),
                  "--references", str(tmp_path / "refs")])
     out = capsys.readouterr().out
     assert code == 1 and "differs" in out and "lucene-bm25" in out

@@ -174,7 +174,7 @@ def test_reordered_candidates_pass_and_others_are_findings(tmp_path: Path, stage
 
 def test_the_cli_makes_a_stage_and_validates_against_it(tmp_path: Path, stage: Path, capsys) -> None:
     out = tmp_path / "cli-stage"
-    assert main(["rerank-input", "--task", TOUCHE.id, "--run", str(BM25), "--out", str(out), "--depth", "3"]) == 0
+    assert main(["rerank-input", "--task", TOUCHE.id, "--run", str(BM25), "--output", str(out), "--depth", "3"]) == 0
     assert (out / "rerank.jsonl.gz").read_bytes() == (stage / "rerank.jsonl.gz").read_bytes()
     assert "candidates" in capsys.readouterr().out
     rows = lines(stage / "rerank.jsonl.gz")
@@ -183,7 +183,7 @@ def test_the_cli_makes_a_stage_and_validates_against_it(tmp_path: Path, stage: P
     assert "RUN-NOT-CANDIDATE" in capsys.readouterr().out
     assert main(["validate", "--task", TOUCHE.id, "--input-run", str(tmp_path), str(bad)]) == 2
     assert "holds no rerank.jsonl.gz" in capsys.readouterr().err
-    assert main(["rerank-input", "--task", "arqmath-3-task2", "--run", str(BM25), "--out", str(tmp_path / "x")]) == 2
+    assert main(["rerank-input", "--task", "arqmath-3-task2", "--run", str(BM25), "--output", str(tmp_path / "x")]) == 2
     assert "no re-ranking stage" in capsys.readouterr().err
 
 

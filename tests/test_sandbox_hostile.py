@@ -144,7 +144,7 @@ def test_links_to_another_team_and_to_a_root_only_file_are_refused_and_leak_noth
         name: {"build": str(ctx), "image": tag, "command": command, "tasks": [TASK]}
         for name, command in teams.items()}}))
     try:
-        code = main(["demo", "--task", TASK, "--submissions", str(subs), "--no-baselines", "--out", str(out)])
+        code = main(["demo", "--task", TASK, "--submissions", str(subs), "--no-baselines", "--output", str(out)])
     finally:
         docker_client.images.remove(tag, force=True)
     assert code == 1  # runs were refused
@@ -366,7 +366,7 @@ def test_a_failed_build_is_a_row_of_the_leaderboard(docker_client, base_image, t
     subs.write_text(yaml.safe_dump({"version": 1, "submissions": {"broken": {
         "build": str(ctx), "image": f"{IMAGE_REPO}-broken:{uuid.uuid4().hex[:8]}", "tasks": [TASK]}}}))
     out = tmp_path / "demo"
-    assert main(["demo", "--task", TASK, "--submissions", str(subs), "--no-baselines", "--out", str(out)]) == 1
+    assert main(["demo", "--task", TASK, "--submissions", str(subs), "--no-baselines", "--output", str(out)]) == 1
     board = json.loads((out / TASK / "leaderboard.json").read_text())
     assert board["runs"] == []
     (row,) = board["not_scored"]

@@ -222,3 +222,24 @@ def test_run_dir_naming(tmp_path: Path):
     assert first.parent == tmp_path / "touche-2020-task1"
     assert dataset_id_of(tmp_path / "touche-2020" / "input") == "touche-2020"
     assert dataset_id_of(tmp_path / "my-data") == "my-data"
+
+
+def test_progress_bars_count_bytes_in_the_same_units():
+    """Done/total and speed of a byte progress bar read in binary units, as every other size
+    (issue 40: rich's defaults printed "12.3 MB" and "kB/s" beside limits in MiB)."""
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from sharedtask.data.progress import byte_columns
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=True, color_system=None)
+    with Progress(*byte_columns(), console=console, auto_refresh=False) as bar:
+        task = bar.add_task("x", total=3 * MiB)
+        bar.advance(task, 1536 * 1024)
+        bar.refresh()
+    text = out.getvalue()
+    assert "1.5/3.0 MiB" in text, text
+    assert "kB" not in text and " MB" not in text, text

@@ -206,7 +206,7 @@ def test_scaffolded_reranker_writes_a_run_without_warnings(task_id: str, tmp_pat
     sub, stage, out = tmp_path / "rr", tmp_path / "stage", tmp_path / "output"
     write_submission(task, sub, rerank=True)
     subprocess.run([sys.executable, "-m", "sharedtask", "rerank-input", "--task", task_id, "--run", str(first),
-                    "--out", str(stage), "--input", str(task.sample_dir / "input")], check=True, capture_output=True)
+                    "--output", str(stage), "--input", str(task.sample_dir / "input")], check=True, capture_output=True)
     out.mkdir()
     # TIREx hands the re-rank dataset over as $inputDataset (the stage folder with rerank.jsonl.gz)
     subprocess.run([sys.executable, str(sub / "run.py"), str(stage), str(out)], cwd=tmp_path, check=True,

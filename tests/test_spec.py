@@ -206,3 +206,15 @@ def test_adding_a_task_is_one_yaml_file(tmp_path: Path) -> None:
     mine, copied = json.loads(ours.stdout)["scores"], json.loads(theirs.stdout)["scores"]
     assert 0 < mine["ndcg5_official"] < 1
     assert mine["ndcg5_official"] == copied["ndcg5_official"]
+
+
+def test_a_near_miss_is_suggested_before_the_list():
+    """A typo, a wrong case or a short form gets "did you mean"; a far-off name only the list."""
+    from sharedtask.errors import choices_hint
+
+    known = ["touche-2021-task1", "arqmath-3-task1", "ndcg_prime"]
+    assert choices_hint("touche-2021-tsak1", known, "tasks").startswith("did you mean 'touche-2021-task1'? known tasks: ")
+    assert choices_hint("ARQMATH-3-TASK1", known, "tasks").startswith("did you mean 'arqmath-3-task1'?")
+    assert choices_hint("ndcg", known, "measures").startswith("did you mean 'ndcg_prime'?")
+    assert choices_hint("bm25", known, "x") == "known x: touche-2021-task1, arqmath-3-task1, ndcg_prime"
+    assert choices_hint("x", [], "datasets") == "known datasets: none"

@@ -159,7 +159,11 @@ def test_broken_yaml_names_the_same_place_as_the_pure_parser(tmp_path: Path, tex
     path.write_text(text)
     with pytest.raises(yaml.MarkedYAMLError) as pure:
         yaml.safe_load(path.open())
-    mark = pure.value.problem_mark
+    mark, context = pure.value.problem_mark, pure.value.context_mark
     with pytest.raises(SpecError) as ours:
         spec.read_yaml(path)
-    assert str(ours.value) == f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {pure.value.problem}"
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {pure.value.problem}"
+    if pure.value.context and context and (context.line, context.column) != (mark.line, mark.column):
+        # and where the unclosed scalar or collection began, as the pure parser's context says
+        where += f" ({pure.value.context} at line {context.line + 1}, column {context.column + 1})"
+    assert str(ours.value) == where

@@ -118,7 +118,7 @@ def test_demo_submissions_run_a_tirex_reranker(tira_image, tmp_path) -> None:
         "image": tira_image, "input_run": "lucene-bm25", "tasks": [TASK]}}}))
     out = tmp_path / "out"
     assert main(["demo", "--task", TASK, "--manifest", str(manifest), "--submissions", str(submissions),
-                 "--out", str(out)]) == 0
+                 "--output", str(out)]) == 0
     record = json.loads((out / TASK / "tirex-overlap" / "run-record.json").read_text())
     assert record["validation"]["status"] == "valid"
     stage = out / TASK / "lucene-bm25" / "stage"
@@ -196,7 +196,7 @@ def test_demo_submissions_and_the_service_run_a_tira_client_full_ranker(tira_ima
     submissions.write_text(yaml.safe_dump({"version": 1, "submissions": {"tira-irds": {
         "image": tira_image, "command": FULLRANK, "tasks": [TASK]}}}))
     out = tmp_path / "out"
-    assert main(["demo", "--task", TASK, "--no-baselines", "--submissions", str(submissions), "--out", str(out)]) == 0
+    assert main(["demo", "--task", TASK, "--no-baselines", "--submissions", str(submissions), "--output", str(out)]) == 0
     board = json.loads((out / TASK / "leaderboard.json").read_text())
     row = {r["run"]: r for r in board["runs"]}["tira-irds"]
     assert "input_run" not in row

@@ -7,9 +7,10 @@ exits with code 2. Anything else is a bug and may show a traceback.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
 class SharedTaskError(Exception):
@@ -22,6 +23,22 @@ class SharedTaskError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+def choices_hint(name: str, known: Iterable[str], what: str) -> str:
+    """``did you mean 'x'? known WHAT: a, b, c``: the near miss first, then every choice.
+
+    Why: a newcomer's typo (``touche-2021-tsak1``, ``ndgc@10``) should not make them read a
+    list of twenty ids. The match is difflib's ratio (stdlib) on lower case, so a wrongly
+    cased id is offered too, else the first choice the name begins; nothing is matched
+    loosely, only suggested.
+    """
+    choices = list(known)
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6) or \
+        [c for c in lowered if name and c.startswith(name.lower())][:1]  # "ndcg" for "ndcg_prime"
+    lead = f"did you mean {lowered[close[0]]!r}? " if close else ""
+    return f"{lead}known {what}: {', '.join(choices) or 'none'}"
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from sharedtask.errors import SharedTaskError, SpecError
+from sharedtask.errors import SharedTaskError, SpecError, choices_hint
 from sharedtask.resources import resource
-from sharedtask.spec import Task, task_ids
+from sharedtask.spec import Task, task_ids, yaml_error
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,9 @@ class Manifest:
         for sw in (*self.baselines, *self.submissions):
             if sw.name == name:
                 return sw
-        known = ", ".join(sw.name for sw in (*self.baselines, *self.submissions)) or "none"
-        raise SharedTaskError(f"{self.path}: no baseline or submission named {name!r}", hint=f"known: {known}")
+        raise SharedTaskError(f"{self.path}: no baseline or submission named {name!r}",
+                              hint=choices_hint(name, (sw.name for sw in (*self.baselines, *self.submissions)),
+                                                "baselines and submissions"))
 
     def for_task(self, task_id: str) -> list[Software]:
         return [sw for sw in (*self.baselines, *self.submissions) if sw.serves(task_id)]
@@ -119,9 +120,7 @@ def _read(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not a YAML text file (byte {exc.start} is not UTF-8)") from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from None
+        raise yaml_error(path, exc) from None
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: len(e.absolute_path))
     if errors:

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from sharedtask.errors import SpecError, UnknownTaskError
+from sharedtask.errors import SpecError, UnknownTaskError, choices_hint
 from sharedtask.resources import cache_root, resource
 from sharedtask.units import parse_size
 
@@ -219,8 +219,8 @@ class Task:
         for m in self.measures:
             if m.key == key:
                 return m
-        known = ", ".join(m.key for m in self.measures)
-        raise SpecError(f"task {self.id} has no measure {key!r}", hint=f"known measures: {known}")
+        raise SpecError(f"task {self.id} has no measure {key!r}",
+                        hint=choices_hint(key, (m.key for m in self.measures), "measures"))
 
     @property
     def sample_dir(self) -> Path:
@@ -255,6 +255,21 @@ def _schema() -> dict[str, Any]:
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> SpecError:
+    """``FILE:LINE:COLUMN: invalid YAML: PROBLEM (CONTEXT at line L, column C)``.
+
+    Why: PyYAML marks where it gave up, often the end of the file, while the mistake is where
+    its context began (an unclosed quote or bracket): both are said, in one line.
+    """
+    mark = exc.problem_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    context = exc.context_mark
+    hint = (f"{exc.context} at line {context.line + 1}, column {context.column + 1}"
+            if exc.context and context and (not mark or (context.line, context.column) != (mark.line, mark.column))
+            else None)
+    return SpecError(f"{where}: invalid YAML: {exc.problem}", hint=hint)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as fh:
@@ -264,9 +279,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
         except yaml.YAMLError:
             data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from None
+        raise yaml_error(path, exc) from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
     if data is None:
@@ -514,8 +527,7 @@ def load_task(task_id: str) -> Task:
     """The task with this id; unknown ids get the list of known ones."""
     path = tasks_dir() / f"{task_id}.yml"
     if not path.is_file() or task_id.startswith("_"):
-        known = ", ".join(task_ids())
-        raise UnknownTaskError(f"unknown task {task_id!r}", hint=f"known tasks: {known}")
+        raise UnknownTaskError(f"unknown task {task_id!r}", hint=choices_hint(task_id, task_ids(), "tasks"))
     return _load_cached(path)
 
 

@@ -88,8 +88,11 @@ class KeyedTable:
         for i, col in enumerate(self.columns):
             if i == self.key or col.whole:
                 need = max(_value_width(self.rows, i), _longest_word(col.header))
+                # a fixed width when tight: rich shrinks the widest wrappable column first, and
+                # a whole column (a min_width, but no fixed width) was picked, clamped back and the
+                # table left wider than the terminal, its last column cut (`sample` at 80 columns)
                 table.add_column(col.header, justify=col.justify, no_wrap=i == self.key,  # type: ignore[arg-type]
-                                 min_width=need, max_width=need if tight and i != self.key else None)
+                                 min_width=need, width=need if tight and i != self.key else None)
             else:  # at least what fits() gave it, so a short word ("identical") is never folded
                 need = min(max(_value_width(self.rows, i), _longest_word(col.header)), TEXT_MIN)
                 table.add_column(col.header, justify=col.justify, overflow="fold",  # type: ignore[arg-type]

@@ -212,7 +212,7 @@ def test_demo_serve_submits_every_software_as_a_team_and_publishes(tmp_path, ima
     subs.write_text(f"version: 1\nsubmissions:\n  team-demo: {{image: '{image}', tasks: [{TASK}]}}\n")
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "sharedtask", "demo", "--task", TASK, "--submissions",
-                                str(subs), "--no-baselines", "--serve", "--port", str(port), "--out",
+                                str(subs), "--no-baselines", "--serve", "--port", str(port), "--output",
                                 str(tmp_path / "demo")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                cwd=tmp_path)
     try:

@@ -90,23 +90,6 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs: Any) -> None:
-    """Keep ``old`` as a hidden alias of ``new`` that still works but says the new name.
-
-    Why: one name per idea across commands (``--output`` is a folder to write, ``--input`` a
-    folder to read, ``--dataset`` a registry id), without breaking scripts that use the old one.
-    """
-
-    class _Renamed(argparse.Action):
-        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                     option_string: str | None = None) -> None:
-            sys.stderr.write(f"sharedtask: {old} is now {new}; {old} still works for now\n")
-            setattr(namespace, dest, values)
-
-    action = parser.add_argument(old, action=_Renamed, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
-    action.renamed_to = new  # type: ignore[attr-defined]  # the help test checks the new name instead
-
-
 def _module_name(command: str) -> str:
     return command.replace("-", "_")
 

@@ -47,6 +47,7 @@ def _main(args: argparse.Namespace) -> int:
         while name in grades:
             name += "'"
         grades[name] = read_grades(path)
+        _check_topics(path, grades[name], task)
     relevant_from = task.pooling.relevant_from if task.pooling and task.pooling.pooled else task.truth.relevant_threshold
     labels = None
     truth = task.truth.file("relevance")
@@ -58,6 +59,20 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     _show(result)
     return 0
+
+
+def _check_topics(path: Path, grades: dict[tuple[str, str], int], task) -> None:  # noqa: ANN001
+    """Judgments of another task (none of their topic ids has this task's form) are refused:
+    the field test's Touché qrels with --task arqmath-3-task1 printed a full agreement table."""
+    from sharedtask.errors import SharedTaskError
+
+    if not grades:
+        raise SharedTaskError(f"{path}: no judgments in it", hint="one line per judged item: topic 0 item grade")
+    pattern = task.output.pattern("topic")
+    topics = sorted({topic for topic, _ in grades})
+    if pattern is not None and topics and not any(pattern.fullmatch(t) for t in topics):
+        raise SharedTaskError(f"{path}: none of its topics (e.g. {topics[0]!r}) is a topic id of {task.id} "
+                              f"({pattern.pattern})", hint="check --task")
 
 
 def _fmt(value: float | None) -> str:

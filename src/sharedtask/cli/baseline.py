@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
 
 if TYPE_CHECKING:
@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("name", help="baseline name (see `sharedtask baseline list`)")
     run.add_argument("--task", required=True, metavar="ID", help="task id")
-    run.add_argument("--input", type=Path, metavar="DIR", help="dataset folder ($inputDataset); default: the task's sample")
-    run.add_argument("--output", type=Path, metavar="DIR", help="output folder ($outputDir); default: a new folder under ./sharedtask-runs")
+    run.add_argument("--input", type=Path, metavar="DATASET_DIR",
+                     help="dataset folder ($inputDataset); default: the task's sample")
+    options.add_output(run, "output folder ($outputDir); default: a new folder under ./sharedtask-runs")
     _manifest_option(run)
     run.set_defaults(func=_run)
     parser.set_defaults(func=_list)

@@ -48,19 +48,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def render(report: InputReport) -> None:
-    from rich.filesize import decimal
-    from rich.table import Table
-
+    from sharedtask.cli import escape
     from sharedtask.findings.output import render_findings
+    from sharedtask.tables import Column, KeyedTable
+    from sharedtask.units import format_size
 
-    table = Table(title=f"{report.task.id}: input contract of {report.directory}", title_justify="left")
-    for col, justify in (("path", "left"), ("format", "left"), ("files", "right"), ("records", "right"),
-                         ("size", "right"), ("status", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    table = KeyedTable([Column("path"), Column("format", whole=True), Column("files", "right", whole=True),
+                        Column("records", "right", whole=True), Column("size", "right", whole=True), Column("status")],
+                       title=f"{report.task.id}: input contract of {escape(str(report.directory))}", title_justify="left")
     style = {"ok": "green", "optional-missing": "dim", "missing": "bold red", "invalid": "bold red"}
     for c in report.checks:
         status = f"[{style[c.status]}]{c.status}[/]" + (f": {c.message}" if c.message and c.status != "ok" else "")
-        table.add_row(c.entry.path, c.entry.format, str(len(c.files)), f"{c.records:,}", decimal(c.bytes), status)
+        table.add_row(escape(c.entry.path), c.entry.format, str(len(c.files)), f"{c.records:,}", format_size(c.bytes), status)
     console.print(table)
     console.print(f"topics: {len(report.topics)}")
     render_findings(console.real, report.findings)

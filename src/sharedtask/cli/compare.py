@@ -92,7 +92,7 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 def show(console: Console, result, *, per_topic: bool = False) -> None:
     """The comparison as tables and the verdict line (also used by ``sharedtask reproduce``)."""
-    from rich.table import Table
+    from sharedtask.tables import Column, KeyedTable
 
     console.print(f"[bold]{escape(result.reproduced)}[/] against [bold]{escape(result.original)}[/] "
                   f"({escape(result.task)})")
@@ -100,28 +100,23 @@ def show(console: Console, result, *, per_topic: bool = False) -> None:
         console.print(f"order: mean KTU {_f(result.mean_ktu)}, mean RBO {_f(result.mean_rbo)} "
                       f"(p = {result.p:g}, depth {result.depth}) over {len(result.rbo)} topics")
     if result.measures and not result.identical:
-        table = Table(title="official measures")
-        for name in ("measure", "original", "reproduced", "RMSE", "t-test p", "topics"):
-            table.add_column(name, justify="left" if name == "measure" else "right")
-        if result.baselines:
-            table.add_column("ER", justify="right")
-            table.add_column("ΔRI", justify="right")
+        numbers = ["original", "reproduced", "RMSE", "t-test p", "topics"] + (["ER", "ΔRI"] if result.baselines else [])
+        table = KeyedTable([Column("measure"), *[Column(name, "right", whole=True) for name in numbers]],
+                           title="official measures")
         for m in result.measures:
-            cells = [m.info.label + (" *" if m.info.primary else ""), _f(m.original), _f(m.reproduced),
+            cells = [escape(m.info.label + (" *" if m.info.primary else "")), _f(m.original), _f(m.reproduced),
                      _f(m.rmse), f"{m.p_value:.3g}", str(m.topics)]
             if result.baselines:
                 cells += [_f(m.effect_ratio), _f(m.delta_ri)]
             table.add_row(*cells)
         console.print(table)
     if per_topic and not result.identical:
-        table = Table(title="per topic")
-        table.add_column("topic")
-        table.add_column("KTU", justify="right")
-        table.add_column("RBO", justify="right")
-        for m in result.measures:
-            table.add_column(f"Δ {m.info.key}", justify="right")
+        table = KeyedTable([Column("topic", whole=True), Column("KTU", "right", whole=True),
+                            Column("RBO", "right", whole=True),
+                            *[Column(f"Δ {m.info.key}", "right", whole=True) for m in result.measures]],
+                           title="per topic")
         for topic in result.rbo:
-            table.add_row(topic, _f(result.ktu.get(topic)), _f(result.rbo[topic]),
+            table.add_row(escape(topic), _f(result.ktu.get(topic)), _f(result.rbo[topic]),
                           *[_f(m.per_topic_difference.get(topic)) for m in result.measures])
         console.print(table)
     for note in result.notes:

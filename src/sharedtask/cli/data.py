@@ -19,7 +19,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import escape
+from sharedtask.cli import escape, options
 from sharedtask.errors import SharedTaskError
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                            "queries.xml) of a dataset folder from its native files")
     lay.add_argument("folder", type=Path, metavar="DIR", help="a dataset's input folder (what $inputDataset is)")
     lay.add_argument("--task", required=True, help="the task whose input contract declares the layout")
-    lay.add_argument("--out", type=Path, metavar="DIR", help="write here instead of into DIR")
+    options.add_output(lay, "write here instead of into DIR")
     lay.add_argument("--json", action="store_true", help="the counts as JSON on stdout")
     lay.set_defaults(func=_ir_layout)
 
@@ -256,7 +256,7 @@ def _ir_layout(args: argparse.Namespace) -> int:
 
     if not args.folder.is_dir():
         raise SharedTaskError(f"{args.folder} is not a folder", hint="give a dataset's input folder")
-    summary = write_ir_layout(load_task(args.task), args.folder, args.out)
+    summary = write_ir_layout(load_task(args.task), args.folder, args.output)
     if args.json:
         print(json.dumps(summary.to_json()))
     else:

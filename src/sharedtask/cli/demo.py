@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole, options, renamed_option
+from sharedtask.cli import LazyConsole, options
 from sharedtask.errors import SharedTaskError
+from sharedtask.folders import check_output_option
 from sharedtask.untrusted import markup_safe
 
 # The pipeline, Docker and rich's widgets are imported where used: --help needs none of them.
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "For each task (default: every task that has a baseline), build the images of the baselines "
             "(and of the submissions listed with --submissions) if missing, run each in the sandbox on the "
             "task's dataset (default: the bundled sample), validate the output, evaluate it against the "
-            "truth, and print a leaderboard. Writes an HTML report and leaderboards (JSON, CSV) to --out."
+            "truth, and print a leaderboard. Writes an HTML report and leaderboards (JSON, CSV) to --output."
         ),
     )
     parser.add_argument("--task", action="append", metavar="ID", help="task id (repeatable; default: all tasks with software)")
@@ -30,12 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--submissions", type=Path, action="append", metavar="FILE",
                         help="YAML list of submissions to rank with the baselines (same shape as tira.yml's baselines; repeatable)")
     parser.add_argument("--no-baselines", action="store_true", help="run only the submissions")
-    parser.add_argument("--dataset", default="sample", metavar="NAME", help="dataset name in the manifest (default: sample)")
-    parser.add_argument("--out", type=Path, default=Path("sharedtask-demo"), metavar="DIR",
-                        help="where runs, records, leaderboards and the report go (default: ./sharedtask-demo)")
+    parser.add_argument("--dataset", default="sample", metavar="NAME",
+                        help="each task's dataset of this name, in the manifest or the registry (sharedtask data list), "
+                             "e.g. test (default: sample)")
+    options.add_output(parser, "where runs, records, leaderboards and the report go (default: ./sharedtask-demo)",
+                       default=Path("sharedtask-demo"))
     parser.add_argument("--report", type=Path, metavar="FILE",
-                        help="HTML report path (default: OUT/report.html; when that holds a report of other "
-                             "tasks it is kept and this one goes to OUT/report-<task>.html)")
+                        help="HTML report path (default: OUTPUT/report.html; when that holds a report of other "
+                             "tasks it is kept and this one goes to OUTPUT/report-<task>.html)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild images even when up to date")
     parser.add_argument("--json", action="store_true", help="print the leaderboards as JSON at the end")
     parser.add_argument("--serve", action="store_true",
@@ -61,13 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="without --broker: N sandboxed runs at a time on this machine (default: 1)")
     options.add_broker(where, "send the runs to `sharedtask worker` processes through this Celery broker")
     options.add_image_shipping(where)
-    renamed_option(where, "--registry", "--images-registry", "images_registry", metavar="HOST:PORT")
+    options.renamed_option(where, "--registry", "--images-registry")
     where.add_argument("--kubernetes", type=Path, metavar="DIR",
                        help="run nothing: write a restricted Namespace and one Kubernetes Job + NetworkPolicy per "
                             "run to DIR (rendered from the sandbox policy, images by digest: needs --images-registry; "
                             "not yet tried on a cluster)")
     where.add_argument("--resume", action="store_true",
-                       help="keep the runs already finished in --out for the same job (always on with --broker)")
+                       help="keep the runs already finished in --output for the same job (always on with --broker)")
     parser.set_defaults(func=_run)
 
 
@@ -94,8 +97,7 @@ def _run(args: argparse.Namespace) -> int:
             raise SharedTaskError(f"no baseline or submission serves {task.id}")
     for task in tasks:  # the user's own mistakes first, then the machine's
         manifest.dataset(task, args.dataset)
-    if args.out.exists() and not args.out.is_dir():
-        raise SharedTaskError(f"--out {args.out} is a file, not a folder")
+    check_output_option(args.output)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from sharedtask.images.client import docker_client
@@ -106,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.kubernetes and args.broker:
         raise SharedTaskError("--kubernetes renders manifests instead of running: drop --broker")
     docker_client()  # one clear line when Docker is not there, before any work
-    out = args.out.resolve()
+    out = args.output.resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     softwares = {sw.name: sw for t in tasks for sw in manifest.for_task(t.id)}
@@ -292,11 +294,10 @@ def _task_table(outcome):
 
 def _edition(args: argparse.Namespace) -> int:
     """``demo --edition``: sharedtask.edition.demo on one task's sample."""
-    from rich.table import Table
-
     from sharedtask.cli import escape
     from sharedtask.edition.demo import run_edition_demo, runs_from
     from sharedtask.spec import load_task
+    from sharedtask.tables import Column, KeyedTable
 
     if args.task and len(args.task) > 1:
         raise SharedTaskError("--edition runs one task at a time: give one --task")
@@ -308,11 +309,10 @@ def _edition(args: argparse.Namespace) -> int:
             raise SharedTaskError(f"no runs given and no {default} here",
                                   hint="give --runs DIR (run files of the task), or run from a checkout")
         paths = [default]
-    result = run_edition_demo(task, runs_from(paths), args.out, error_rate=args.error_rate, double=args.double,
+    result = run_edition_demo(task, runs_from(paths), args.output, error_rate=args.error_rate, double=args.double,
                               seed=args.seed, say=lambda m: console.print(escape(m)))
-    table = Table(title=f"{task.id}: {result.measure}", title_justify="left")
-    for column in ("run", "new qrels", "sample truth"):
-        table.add_column(column, justify="left" if column == "run" else "right")
+    table = KeyedTable([Column("run"), Column("new qrels", "right", whole=True), Column("sample truth", "right", whole=True)],
+                       title=f"{task.id}: {result.measure}", title_justify="left")
     for name, old, new in result.board:
         table.add_row(escape(name), "-" if new is None else f"{new:.4f}", "-" if old is None else f"{old:.4f}")
     console.print(table)

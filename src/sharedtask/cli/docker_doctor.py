@@ -108,16 +108,15 @@ def _doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
-        from rich.table import Table
+        from rich.markup import escape
 
-        table = Table(title="sharedtask docker-doctor", title_justify="left")
-        table.add_column("check", style="bold", no_wrap=True)
-        table.add_column("", no_wrap=True)
-        table.add_column("detail", overflow="fold")
-        table.add_column("what to do", overflow="fold")
+        from sharedtask.tables import Column, KeyedTable
+
+        table = KeyedTable([Column("check"), Column("", whole=True), Column("detail"), Column("what to do")],
+                           title="sharedtask docker-doctor", title_justify="left")
         for c in checks:
-            table.add_row(c.name, "[green]OK[/]" if c.ok else "[bold red]FAIL[/]", c.detail,
-                          "" if c.ok else c.fix)
+            table.add_row(f"[bold]{escape(c.name)}[/]", "[green]OK[/]" if c.ok else "[bold red]FAIL[/]", escape(c.detail),
+                          "" if c.ok else escape(c.fix))
         console.print(table)
         if not all(c.ok for c in checks) and not args.fix:
             console.print(f"Fix it all at once: [bold]sharedtask docker-doctor --fix[/] (runs {_setup_script()})")

@@ -3,7 +3,7 @@
     sharedtask evaluate RUN... --task ID [--qrels FILE] [--truth DIR] [--input DATASET_DIR]
                         [--per-topic] [--json | --prototext | --csv] [--measures KEY ...]
                         [--significance {ttest,permutation}] [--grader FILE]
-    sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output-dir DIR]
+    sharedtask evaluate --tira --task ID [--input-run DIR --input-dataset DIR --output DIR]
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sharedtask.cli import LazyConsole, err_console, escape
+from sharedtask.cli import LazyConsole, err_console, escape, options
 from sharedtask.errors import SharedTaskError
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from sharedtask.tables import KeyedTable
 
 # rich is imported on first output: a --json, --csv or --prototext call never loads it.
 
@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="read $inputRun and $inputDataset, write $outputDir/evaluation.prototext")
     tira.add_argument("--input-run", type=Path, help="run directory (default $inputRun)")
     tira.add_argument("--input-dataset", type=Path, help="truth directory (default $inputDataset)")
-    tira.add_argument("--output-dir", type=Path, help="output directory (default $outputDir)")
+    options.add_output(tira, "output directory (default $outputDir)")
+    options.renamed_option(tira, "--output-dir", "--output")
     p.set_defaults(func=run)
 
 
@@ -73,18 +74,25 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.spec import load_task
 
     task = load_task(args.task)
+    if not 0 < args.alpha < 1:
+        raise SharedTaskError(f"--alpha {args.alpha:g}: the significance level must be between 0 and 1, e.g. 0.05")
     console = LazyConsole(highlight=False, soft_wrap=False)
     if args.tira:
         from sharedtask.evaluate.tira import evaluate_tira
 
         if args.runs:
             raise SharedTaskError("--tira reads $inputRun; do not give RUN files")
-        result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output_dir)
+        result, path = evaluate_tira(task, args.input_run, args.input_dataset, args.output)
         err_console.print(f"wrote {path}")
         sys.stdout.write(to_prototext(result))
         return 0
     if not args.runs:
         raise SharedTaskError("no run given", hint="sharedtask evaluate RUN... --task ID --qrels FILE")
+    if args.significance and len(args.runs) < 2:
+        raise SharedTaskError("--significance compares runs: give at least two")
+    if args.prototext and len(args.runs) > 1:  # before any run is read
+        raise SharedTaskError(f"--prototext writes one run's evaluation; {len(args.runs)} runs given",
+                              hint="give a single run, or use --json or --csv for several")
     per_topic = args.per_topic or bool(args.significance)
     truth, note = _official_truth(task.id, args)
     grader = None
@@ -207,15 +215,17 @@ def _official_truth(task_id: str, args: argparse.Namespace) -> tuple[Path | None
                    f"{truth / qrels.path})")
 
 
-def _pairs_table(board) -> Table:
-    """All pairs of runs on the primary measure: raw and corrected p, and whether the difference survives."""
-    from rich.table import Table
+def _pairs_table(board) -> KeyedTable:
+    """All pairs of runs on the primary measure: raw and corrected p, and whether the difference survives
+    (both runs' names whole at any width: run A is the key, run B never wraps)."""
+    from sharedtask.tables import Column, KeyedTable
 
     label = next(m.label for m in board.measures if m.key == board.primary)
-    table = Table(title=f"all pairs on {label}: paired {board.test}, {board.correction} correction, "
-                        f"alpha {board.alpha:g}", title_justify="left")
-    for name in ("run A", "run B", "A - B", "p", f"p ({board.correction})", "survives"):
-        table.add_column(name, justify="left" if name.startswith("run") or name == "survives" else "right")
+    table = KeyedTable([Column("run A"), Column("run B", whole=True), Column("A - B", "right", whole=True),
+                        Column("p", "right", whole=True), Column(f"p ({board.correction})", "right", whole=True),
+                        Column("survives", whole=True)],
+                       title=f"all pairs on {label}: paired {board.test}, {board.correction} correction, "
+                             f"alpha {board.alpha:g}", title_justify="left")
     for pair in board.pairs_of(board.primary):
         table.add_row(escape(pair.run_a), escape(pair.run_b), f"{pair.difference:+.4f}", f"{pair.p:.3g}",
                       f"{pair.p_adjusted:.3g}", "[green]yes[/]" if board.survives(pair) else "no")
@@ -238,16 +248,14 @@ def _fmt(v: float) -> str:
 
 
 def _show_single(console: LazyConsole, result, per_topic: bool) -> None:
-    from rich.table import Table
+    from sharedtask.tables import Column, KeyedTable
 
-    table = Table(title=f"{result.run} on {result.task}")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    table.add_column("topics", justify="right")
-    table.add_column("procedure")
+    table = KeyedTable([Column("measure"), Column("value", "right", whole=True), Column("topics", "right", whole=True),
+                        Column("procedure")], title=f"{escape(result.run)} on {result.task}")
     for m in result.measures:
         label = m.label + (" (primary)" if m.primary else "")
-        table.add_row(label, _fmt(result.scores[m.key]), str(result.topics_averaged.get(m.key, "")), m.procedure)
+        table.add_row(escape(label), _fmt(result.scores[m.key]), str(result.topics_averaged.get(m.key, "")),
+                      escape(m.procedure))
     console.print(table)
     for source in dict.fromkeys(m.source for m in result.measures):
         console.print(f"[dim]source: {escape(source)}[/]")
@@ -260,26 +268,19 @@ def _show_single(console: LazyConsole, result, per_topic: bool) -> None:
     for note in result.notes:
         console.print(f"note: {escape(note)}")
     if per_topic:
-        topics = sorted({t for d in result.per_topic.values() for t in d}, key=_topic_key)
-        t = Table(title="per topic")
-        t.add_column("topic")
-        for m in result.measures:
-            t.add_column(m.label, justify="right")
-        for topic in topics:
-            t.add_row(topic, *[_fmt(result.per_topic[m.key].get(topic)) for m in result.measures])
-        console.print(t)
+        console.print(_per_topic_table(None, {m.label: result.per_topic[m.key] for m in result.measures}))
 
 
-def _per_topic_table(label: str, values: dict[str, dict[str, float]]) -> Table:
-    from rich.table import Table
+def _per_topic_table(label: str | None, values: dict[str, dict[str, float]]) -> KeyedTable:
+    """One row a topic, one column a run (or a measure): each header, a run's name, is kept
+    whole; when they do not fit side by side each topic becomes a block, a line a run."""
+    from sharedtask.tables import Column, KeyedTable
 
     topics = sorted({t for d in values.values() for t in d}, key=_topic_key)
-    t = Table(title=f"per topic: {label}")
-    t.add_column("topic")
-    for name in values:
-        t.add_column(name, justify="right")
+    t = KeyedTable([Column("topic", whole=True), *[Column(escape(name), "right", whole=True) for name in values]],
+                   title="per topic" + (f": {label}" if label else ""))
     for topic in topics:
-        t.add_row(topic, *[_fmt(values[n].get(topic)) for n in values])
+        t.add_row(escape(topic), *[_fmt(values[n].get(topic)) for n in values])
     return t
 
 

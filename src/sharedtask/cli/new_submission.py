@@ -45,7 +45,7 @@ def _main(args: argparse.Namespace) -> int:
     console.print("next steps:")
     console.print(f"  cd {args.directory} && docker build -t {sub.image} .")
     if args.rerank:
-        console.print(f"  sharedtask rerank-input --task {sub.task.id} --run FIRST_STAGE_RUN --out stage")
+        console.print(f"  sharedtask rerank-input --task {sub.task.id} --run FIRST_STAGE_RUN --output stage")
         console.print(f"  sharedtask run --task {sub.task.id} --image {sub.image} --input-run stage")
     else:
         console.print(f"  sharedtask run --task {sub.task.id} --image {sub.image}")

@@ -1,5 +1,6 @@
 """Options that several commands share, declared once: a service's address and a team's
-token (``submit``, ``status``), and the broker's (``serve``, ``demo``, ``worker``).
+token (``submit``, ``status``), the broker's (``serve``, ``demo``, ``worker``), the place a
+command writes to (``--output``), and the older names kept as hidden aliases.
 
 Light on purpose: every command's parser is built for ``--help`` (tests/test_startup.py).
 """
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sharedtask.errors import SharedTaskError
 
@@ -33,7 +35,15 @@ def server(args: argparse.Namespace) -> Server:
 
     if not args.token:
         raise SharedTaskError("no token given", hint="pass --token T or set SHAREDTASK_TOKEN")
-    return Server(server_address(args.server), args.token)
+    token = args.token.strip()
+    # The service's tokens are secrets.token_urlsafe text (service/teams/tokens.py): a pasted
+    # "Bearer st_...", quotes or a space inside are refused here, before a request is sent.
+    # The token itself is not echoed: only where it goes wrong.
+    bad = next((i for i, c in enumerate(token) if not (c.isascii() and (c.isalnum() or c in "_-"))), None)
+    if bad is not None:
+        raise SharedTaskError(f"invalid token: character {bad + 1} is {token[bad]!r}; a token is one word of "
+                              "letters, digits, '_' and '-'", hint="pass it as the service printed it, e.g. --token st_...")
+    return Server(server_address(args.server), token)
 
 
 def server_address(url: str) -> str:
@@ -88,9 +98,22 @@ def add_worker_images_origin(parser: argparse.ArgumentParser | argparse._Argumen
                              "registries on this machine's loopback only)")
 
 
+def check_broker_url(url: str) -> None:
+    """A broker URL Celery can use (BROKER_URLS); anything else is refused before Docker or
+    Celery is asked: ``--broker notaurl`` was read by kombu as amqp://guest@notaurl, so a worker
+    retried for ever and ``demo`` ended in a traceback."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("redis", "rediss", "amqp", "amqps") or not parts.hostname:
+        raise SharedTaskError(f"invalid --broker {url!r}", hint=f"expected {BROKER_URLS}")
+
+
 def check_broker(args: argparse.Namespace) -> None:
     """The broker options make sense together: the queue and the image shipping need a broker
     (a registry also serves ``demo --kubernetes``), the archives' URL needs their folder."""
+    if args.broker:
+        check_broker_url(args.broker)
     registry = args.images_registry and not getattr(args, "kubernetes", None)
     if not args.broker and (args.images_dir or args.images_url or args.queue or registry):
         raise SharedTaskError("--images-registry, --images-dir, --images-url and --queue need --broker URL")
@@ -100,3 +123,41 @@ def check_broker(args: argparse.Namespace) -> None:
         from sharedtask.images.registry import check_address
 
         check_address(args.images_registry)
+
+
+def add_output(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str, *, metavar: str = "DIR",
+               required: bool = False, default: Path | None = None) -> None:
+    """``--output PATH``: the one name of where a command writes (a folder, or a file for ``qrels``),
+    with the older ``--out`` kept as a hidden alias that says the new name."""
+    parser.add_argument("--output", type=Path, metavar=metavar, required=required, default=default, help=what)
+    renamed_option(parser, "--out", "--output")
+
+
+def renamed_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str, new: str) -> None:
+    """Keep ``old`` as a hidden spelling of the option ``new`` (declared before): it still works,
+    prints a one-line notice of the new name on stderr, and ``--help`` shows only ``new``.
+
+    Why: one name per idea across commands (``--output`` is where a command writes, ``--input`` a
+    folder it reads, ``--dataset`` a registry id) without breaking scripts that use the old one.
+    The old string is mapped to the very action of ``new`` (not a second action), so a required
+    ``new`` given by its old name satisfies argparse, and both names set the same value.
+    """
+    # argparse has no public way to add an option string that help does not show; its map of option
+    # strings to actions (shared by a parser and its argument groups) is what parsing reads.
+    strings: dict[str, argparse.Action] = parser._option_string_actions
+    if old in strings:
+        raise ValueError(f"{old} is already an option")
+    action = strings[new]
+    if not hasattr(action, "renamed_from"):
+        base = type(action)
+
+        def call(self: argparse.Action, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+            if option_string in self.renamed_from:  # type: ignore[attr-defined]
+                sys.stderr.write(f"sharedtask: {option_string} is now {new}; {option_string} still works for now\n")
+            base.__call__(self, parser, namespace, values, new)
+
+        action.__class__ = type(f"Renamed{base.__name__}", (base,), {"__call__": call})
+        action.renamed_from = ()  # type: ignore[attr-defined]
+    action.renamed_from = (*action.renamed_from, old)  # type: ignore[attr-defined]  # the help test: kept hidden
+    strings[old] = action

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole, err_console
+from sharedtask.cli import LazyConsole, err_console, options
 
 console = LazyConsole(highlight=False)
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "primary runs (baselines too, as ARQMath pooled them); --alternate RUN adds alternate runs. "
             "A run is named after its file (without extension) or NAME=FILE."
         ),
-        epilog="example: sharedtask pool a.tsv b.tsv --alternate c.tsv --task arqmath-3-task1 --out pool",
+        epilog="example: sharedtask pool a.tsv b.tsv --alternate c.tsv --task arqmath-3-task1 --output pool",
     )
     parser.add_argument("runs", nargs="*", metavar="RUN", help="primary run file ([NAME=]FILE)")
     parser.add_argument("--alternate", action="append", default=[], metavar="RUN", help="an alternate run ([NAME=]FILE)")
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a run of a task judged in this task's pools (pooling.shared_with; ARQMath-3 Task 3 "
                              "runs in Task 1's pool), pooled by that task's rule")
     parser.add_argument("--task", required=True, metavar="ID", help="task id (its spec declares pooling:)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="the pool folder to write")
+    options.add_output(parser, "the pool folder to write", required=True)
     parser.add_argument("--depth", action="append", default=[], metavar="KIND=N",
                         help="override the spec's depth of a run kind, e.g. --depth primary=10")
     parser.add_argument("--formulas", type=Path, metavar="PATH",
@@ -58,7 +58,7 @@ def parse_runs(primary: list[str], alternate: list[str], shared: list[str] | Non
                 raise SharedTaskError(f"run {text!r}: expected FILE or NAME=FILE")
             runs.append(PoolRun(Path(path), kind, name))  # type: ignore[arg-type]
     if not runs:
-        raise SharedTaskError("no runs to pool", hint="sharedtask pool RUN... --task ID --out DIR")
+        raise SharedTaskError("no runs to pool", hint="sharedtask pool RUN... --task ID --output DIR")
     return runs
 
 
@@ -74,6 +74,19 @@ def parse_depths(items: list[str]) -> dict[str, int]:
     return out
 
 
+def _check_pool_folder(folder: Path) -> None:
+    """No silent overwrite (issue 40): a pool folder already holding a pool keeps it; its
+    judgments refer to that pool's items and display order."""
+    from sharedtask.edition.pooling import POOL_JSON
+    from sharedtask.errors import SharedTaskError
+    from sharedtask.folders import check_output_option
+
+    check_output_option(folder)
+    if (folder / POOL_JSON).exists():
+        raise SharedTaskError(f"--output {folder} holds a pool already ({POOL_JSON}); pooling again would replace it",
+                              hint="name a new folder, or remove the old pool first")
+
+
 def _main(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -83,6 +96,7 @@ def _main(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     runs = parse_runs(args.runs, args.alternate, args.shared)
     depths = parse_depths(args.depth)
+    _check_pool_folder(args.output)
     formulas = args.formulas
     if formulas is None and task.pooling is not None and task.pooling.unit == "visual-id":
         formulas = task.sample_dir / "input" / "formulas"
@@ -94,11 +108,11 @@ def _main(args: argparse.Namespace) -> int:
             bar.update(job, advance=1, description=f"{run.name} ({lines:,} lines)")
 
         pool = build_pool(task, runs, depths=depths, seed=args.seed, formulas=formulas, progress=advance)
-    pool.write(args.out)
+    pool.write(args.output)
     counts = pool.counts()
     total = sum(counts.values())
     per = f"{total / len(counts):.1f}" if counts else "0"
     console.print(f"pooled {len(runs)} run(s) into {total:,} items over {len(counts)} topics "
                   f"({per} per topic; depths {pool.rule['depths']}, unit {pool.rule['unit']})")
-    console.print(f"wrote {args.out / 'pool.tsv'} and {args.out / 'pool.json'} (display seed {pool.seed})")
+    console.print(f"wrote {args.output / 'pool.tsv'} and {args.output / 'pool.json'} (display seed {pool.seed})")
     return 0

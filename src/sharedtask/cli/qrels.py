@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 
 console = LazyConsole(highlight=False)
 
@@ -22,10 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "quality qrels next to it as STEM-quality.SUFFIX); --register NAME registers them as the truth "
             "of dataset TASK/NAME, so that `evaluate --dataset TASK/NAME` scores against them."
         ),
-        epilog="example: sharedtask qrels pool --out qrels.tsv --register edition-2026",
+        epilog="example: sharedtask qrels pool --output qrels.tsv --register edition-2026",
     )
     parser.add_argument("folder", type=Path, metavar="DIR", help="a pool folder with judgments/")
-    parser.add_argument("--out", required=True, type=Path, metavar="FILE", help="the relevance qrels to write")
+    options.add_output(parser, "the relevance qrels to write", metavar="FILE", required=True)
     parser.add_argument("--rule", metavar="RULE", help="max, min, mean or adjudicator:NAME (default: the spec's)")
     parser.add_argument("--register", metavar="NAME", help="register the qrels as the truth of dataset TASK/NAME")
     parser.set_defaults(func=_main)
@@ -41,7 +41,7 @@ def _main(args: argparse.Namespace) -> int:
     by_task: dict[str, list] = {}
     for j in judgments:
         by_task.setdefault(pool.item_task(j.topic, j.item), []).append(j)
-    out: Path = args.out
+    out: Path = args.output
     for task_id in [pool.task, *sorted(t for t in by_task if t != pool.task)]:
         task = load_task(task_id)
         target = out if task_id == pool.task else out.with_name(f"{out.stem}-{task_id}{out.suffix}")

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sharedtask.cli import LazyConsole, escape, renamed_option
+from sharedtask.cli import LazyConsole, escape, options
 from sharedtask.cli.compare import add_comparison_options, exit_code, show, thresholds
 from sharedtask.errors import SharedTaskError
 
@@ -32,16 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("record", nargs="?", type=Path, metavar="RECORD",
                    help="run-record.json of the run to reproduce (or the folder holding it)")
-    p.add_argument("--output", type=Path, metavar="DIR",
-                   help="output folder of the re-run (must be empty); with --all where the re-runs go "
-                        "(default ./sharedtask-reproduce)")
-    renamed_option(p, "--out", "--output", "output", type=Path)
+    options.add_output(p, "output folder of the re-run (must be empty); with --all where the re-runs go "
+                          "(default ./sharedtask-reproduce)")
     p.add_argument("--trust-record", action="store_true",
                    help="honour the record's mounts, network, user, runtime and limits as recorded (by default "
                         "they come from the task's policy and a record asking for more is refused)")
     # --input DIR (the dataset's input folder; default: the recorded one when it is the task's sample
     # or a dataset of the data store) comes with the comparison options below
-    renamed_option(p, "--dataset", "--input", "input_dir", type=Path)  # --dataset is a registry id elsewhere
     p.add_argument("--input-run", type=Path, metavar="DIR",
                    help="the input run to mount: a stage folder or a first stage's run (default: a re-ranker's "
                         "recorded stage folder while it holds the recorded candidates; any other recorded input run "
@@ -57,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="emulate an older CPU in the re-runs: native, haswell (no AVX-512) or nehalem (no AVX); "
                         "default: the recorded profile, with --all $SHAREDTASK_CPU_PROFILE or native")
     add_comparison_options(p)
+    options.renamed_option(p, "--dataset", "--input")  # --dataset is a registry id elsewhere
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.set_defaults(func=run)
 
@@ -68,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         raise SharedTaskError("--update stores reference runs of the baselines: use it with --all")
     if args.all and (args.trust_record or args.input_dir or args.input_run):
         raise SharedTaskError("--trust-record, --input and --input-run are for one RECORD, not --all")
+    thresholds(args)  # the user's mistakes (a bound out of range, an unknown profile) before Docker's
+    if args.cpu_profile is not None:
+        from sharedtask.sandbox.cpu import profile
+
+        profile(args.cpu_profile)
     if args.all:
         return _all(args)
     from sharedtask.reproduce import reproduce_record
@@ -108,16 +111,16 @@ def _all(args: argparse.Namespace) -> int:
     docker_client()  # one clear line when Docker is not there, before any work
     out = (args.output or Path("sharedtask-reproduce")).resolve()
     stderr = Console(stderr=True, highlight=False)
-    options = dict(tasks=tasks, references=args.references, update=args.update, thresholds=thresholds(args),
-                   cpu=args.cpu_profile)
+    settings = dict(tasks=tasks, references=args.references, update=args.update, thresholds=thresholds(args),
+                    cpu=args.cpu_profile)
     if stderr.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:
             status = progress.add_task("starting", total=None)
             reps = reproduce_baselines(manifest, out, lambda m: progress.update(status, description=f"[dim]{m}[/]"),
-                                       **options)
+                                       **settings)
     else:  # a log or CI: rich draws nothing there, so one line per step (minutes pass between them)
-        reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **options)
+        reps = reproduce_baselines(manifest, out, lambda m: stderr.print(escape(m), soft_wrap=True), **settings)
     replaced = bool(args.report) and args.report.exists()  # said, not silent (issue 40)
     if args.report:
         from sharedtask.reproduce import report_sections

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sharedtask.cli import LazyConsole
+from sharedtask.cli import LazyConsole, options
 from sharedtask.sandbox.options import add_arguments as add_sandbox_options
 from sharedtask.sandbox.options import from_args as sandbox_options
 
@@ -40,8 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--dataset", metavar="ID",
                         help="a dataset of the registry (sharedtask data list), e.g. test or arqmath-3-task1/test")
     parser.add_argument("--input-run", metavar="DIR", help="output of a previous stage, read-only at $inputRun")
-    parser.add_argument("--output", metavar="DIR",
-                        help="output directory, must be empty (default: sharedtask-runs/<task>/<image>-<time>/output)")
+    options.add_output(parser, "output directory, must be empty (default: sharedtask-runs/<task>/<image>-<time>/output)")
     parser.add_argument("--record-dir", metavar="DIR", help="where the record and logs go (default: parent of --output)")
     add_sandbox_options(parser)  # declared once, in sharedtask.sandbox.options
     parser.add_argument("--no-validate", action="store_true", help="skip validating the run file")

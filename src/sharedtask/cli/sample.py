@@ -79,24 +79,23 @@ def _size(n: int) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
+    from sharedtask.cli import escape
     from sharedtask.spec import load_task
+    from sharedtask.tables import Column, KeyedTable
 
     task = load_task(args.task_id)
     target: Path = args.directory
     files = copy_sample(task, target, force=args.force)
-    table = Table(title=f"sample of {task.id} ({task.sample_dir.name}) written to {target}", title_justify="left")
-    table.add_column("file", style="bold", no_wrap=True)
-    table.add_column("format")
-    table.add_column("size", justify="right")
-    table.add_column("goes to")
+    table = KeyedTable([Column("file"), Column("format", whole=True), Column("size", "right", whole=True),
+                        Column("goes to")],
+                       title=f"sample of {task.id} ({task.sample_dir.name}) written to {escape(str(target))}",
+                       title_justify="left")
     total = 0
     for rel in files:
         size = (target / rel).stat().st_size
         total += size
         where = "$inputDataset" if rel.parts[0] == "input" else "evaluation only"
-        table.add_row(rel.as_posix(), _format_of(task, rel), _size(size), where)
+        table.add_row(escape(rel.as_posix()), _format_of(task, rel), _size(size), where)
     console.print(table)
     console.print(f"{len(files)} files, {_size(total)}.")
     console.print(f"[bold]input/[/] is what TIRA mounts as [cyan]$inputDataset[/] (read-only) for the "

@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.cli.submit import _print_result, _wait, console, err_console, resume_line
     from sharedtask.untrusted import markup_safe
 
+    if args.id < 1:
+        raise SharedTaskError(f"no submission {args.id}: submission numbers start at 1",
+                              hint="use the number `sharedtask submit` printed")
     server = options.server(args)
     try:
         sub = (_wait(server, args.id, quiet=args.json) if args.wait

@@ -60,19 +60,21 @@ def _estimate(image: str) -> int | None:
 
 
 def _upload(server: Any, args: argparse.Namespace, path: str) -> Any:
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import BarColumn, Progress
 
+    from sharedtask.data.progress import byte_columns
     from sharedtask.service.client import save_image
+    from sharedtask.units import format_size
 
     estimate = _estimate(args.image) or 0
     with tempfile.TemporaryDirectory(prefix="sharedtask-submit-") as tmp:
         archive = Path(tmp) / "image.tar"
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), console=err_console, transient=True,
+        with Progress("[progress.description]{task.description}", BarColumn(), *byte_columns(),
+                      console=err_console, transient=True,
                       disable=args.json or not err_console.is_terminal) as bar:
             saving = bar.add_task("docker save", total=estimate or None)
             size, sha = save_image(args.image, archive, lambda n: bar.advance(saving, n))
-            err_console.print(f"image {markup_safe(args.image)}: {size} bytes, sha256 {sha}") if not args.json else None
+            err_console.print(f"image {markup_safe(args.image)}: {format_size(size)}, sha256 {sha}") if not args.json else None
             sending = bar.add_task("upload", total=size)
             with open(archive, "rb") as fh:
                 return server.upload(path, fh, size, sha, lambda n: bar.advance(sending, n))

@@ -83,9 +83,12 @@ def _show(args: argparse.Namespace) -> int:
 def render_task(t: Task) -> Panel:
     """The full contract of a task as one rich renderable."""
     from rich.console import Group
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
+
+    from sharedtask.tables import Column, KeyedTable
 
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -99,16 +102,18 @@ def render_task(t: Task) -> Panel:
     facts.add_row("spec file", str(t.source_path))
     facts.add_row("sample", f"{t.sample_dir} (sharedtask sample {t.id} DIR)")
 
-    inputs = Table(title="Input contract ($inputDataset)", title_justify="left", expand=True)
-    for col in ("path", "format", "role", "required", "description"):
-        inputs.add_column(col)
+    # The contracts' tables keep each file's path, format and role whole (issue 40: "formulas/*.t…",
+    # "arqmath-posts-…" at 80 columns); the descriptions wrap.
+    inputs = KeyedTable([Column("path"), Column("format", whole=True), Column("role", whole=True),
+                         Column("required", whole=True), Column("description")],
+                        title="Input contract ($inputDataset)", title_justify="left")
     for f in t.input.files:
-        inputs.add_row(f.path, f.format, f.role, "yes" if f.required else "no", f.description)
+        inputs.add_row(escape(f.path), f.format, f.role, "yes" if f.required else "no", escape(f.description or ""))
 
     out = t.output
     output = Table.grid(padding=(0, 2))
     output.add_column(style="bold")
-    output.add_column()
+    output.add_column(overflow="fold")  # a pattern has no space to wrap at: folded, never cut
     output.add_row("file", f"$outputDir/{out.file} (or {out.file}.gz)")
     output.add_row("format", out.format)
     output.add_row("max results per topic", str(out.max_results_per_topic))
@@ -119,21 +124,20 @@ def render_task(t: Task) -> Panel:
     if out.file_name_pattern:
         output.add_row("run file name", out.file_name_pattern)
 
-    truth = Table(title=f"Truth contract (relevant: rel >= {t.truth.relevant_threshold})", title_justify="left", expand=True)
-    for col in ("path", "format", "role", "scale", "description"):
-        truth.add_column(col)
+    truth = KeyedTable([Column("path"), Column("format", whole=True), Column("role", whole=True), Column("scale"),
+                        Column("description")],
+                       title=f"Truth contract (relevant: rel >= {t.truth.relevant_threshold})", title_justify="left")
     for f in t.truth.files:
         scale = "" if f.min_rel is None else f"{f.min_rel}..{f.max_rel}"
         if f.labels:
             scale += " (" + ", ".join(f"{k} {v}" for k, v in f.labels.items()) + ")"
-        truth.add_row(f.path, f.format, f.role, scale, f.description)
+        truth.add_row(escape(f.path), f.format, f.role, escape(scale), escape(f.description or ""))
 
-    measures = Table(title="Measures", title_justify="left", expand=True)
-    for col in ("key", "label", "procedure", "official"):
-        measures.add_column(col)
+    measures = KeyedTable([Column("key"), Column("label"), Column("procedure"), Column("official", whole=True)],
+                          title="Measures", title_justify="left")
     for m in t.measures:
         key = f"[bold]{m.key}[/] (primary)" if m is t.primary_measure else m.key
-        measures.add_row(key, m.label, m.procedure, "yes" if m.official else "variant")
+        measures.add_row(key, escape(m.label), escape(m.procedure), "yes" if m.official else "variant")
 
     s = t.sandbox
     sandbox = Table.grid(padding=(0, 2))

@@ -40,6 +40,10 @@ def main(args: argparse.Namespace) -> int:
     from sharedtask.validate import fix_run, load_topics, validate
 
     task = load_task(args.task)
+    if args.examples < 0:
+        from sharedtask.errors import SharedTaskError
+
+        raise SharedTaskError(f"--examples {args.examples}: must be 0 or more (0: only the count of each finding)")
     if args.fix is not None and args.fix.is_file():  # no silent overwrite of a file the user has
         from sharedtask.errors import SharedTaskError
 
@@ -50,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         from sharedtask.errors import SharedTaskError
 
         raise SharedTaskError(f"{args.input_run} holds no rerank.jsonl.gz",
-                              hint="make it with sharedtask rerank-input --task ID --run FIRST_STAGE_RUN --out DIR")
+                              hint="make it with sharedtask rerank-input --task ID --run FIRST_STAGE_RUN --output DIR")
     result = validate(args.run, task, topics=topics, input_dir=args.input, input_run=args.input_run)
     report = fix_run(args.run, task, args.fix) if args.fix else None
     if args.json:

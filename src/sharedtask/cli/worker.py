@@ -71,6 +71,8 @@ def _run(args: argparse.Namespace) -> int:
         check_address(args.images_registry)
     if args.data_root is not None and not args.data_root.is_dir():
         raise SharedTaskError(f"--data-root {args.data_root} is not a folder")
+    options.check_broker_url(args.broker)
+    policy = _policy(args)  # the user's mistakes before the machine's
     client = docker_client()  # one clear line when Docker is not there
     CeleryExecutor(args.broker, queue=args.queue)  # one clear line when the broker does not answer
     events.configure()
@@ -88,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         events.emit("scratch-removed", worker=name, count=len(stale), folders=",".join(f.name for f in stale))
     config = WorkerConfig(broker=args.broker, name=name,
                           data_root=args.data_root.resolve() if args.data_root else None,
-                          work_dir=work, visibility_timeout=args.visibility_timeout, policy=_policy(args),
+                          work_dir=work, visibility_timeout=args.visibility_timeout, policy=policy,
                           origin=Origin.from_env(args.images_url, args.images_registry))
     start_worker(config, queue=args.queue, concurrency=args.concurrency, loglevel=args.loglevel)
     return 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sharedtask.errors import SharedTaskError
+from sharedtask.folders import output_folder
 from sharedtask.formats.tira_layout import QUERIES_JSONL, write_documents, write_queries
 from sharedtask.spec import Task
 
@@ -44,10 +45,10 @@ def write_ir_layout(task: Task, dataset: Path, out: Path | None = None) -> Layou
     from sharedtask.rerank.texts import iter_documents, topics
 
     folder = out or dataset
-    folder.mkdir(parents=True, exist_ok=True)
     topic_file = task.input.file("topics")
     native = topic_file is not None and topic_file.path == QUERIES_JSONL
     read = topics(task, dataset)  # read whole before queries.jsonl may be replaced
-    queries = write_queries(folder, ((qid, t.text, t.original) for qid, t in read.items()), with_id=native)
-    documents = write_documents(folder, ((doc_id, d.text, d.fields) for doc_id, d in iter_documents(task, dataset)))
+    with output_folder(folder):  # a new --output folder is removed again if the documents are refused
+        queries = write_queries(folder, ((qid, t.text, t.original) for qid, t in read.items()), with_id=native)
+        documents = write_documents(folder, ((doc_id, d.text, d.fields) for doc_id, d in iter_documents(task, dataset)))
     return LayoutSummary(folder, documents, queries)

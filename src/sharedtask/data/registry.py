@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sharedtask.errors import SharedTaskError, SpecError
+from sharedtask.errors import SharedTaskError, SpecError, choices_hint
 from sharedtask.spec import read_yaml, tasks_dir, yaml_path
 
 SCHEMA_FILE = "dataset.schema.json"
@@ -222,8 +222,7 @@ def get_dataset(name: str) -> Dataset:
             raise SharedTaskError(f"{name!r} is a folder; --dataset names a dataset of the registry "
                                   "(`sharedtask data list`)", hint=f"give a folder as --input {name} "
                                   f"(evaluate: --truth {name})")
-        raise SharedTaskError(f"unknown dataset {name!r}",
-                              hint=f"`sharedtask data list` shows them: {', '.join(datasets)}")
+        raise SharedTaskError(f"unknown dataset {name!r}", hint=choices_hint(name, datasets, "datasets"))
     return datasets[name]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sharedtask import families, formats
-from sharedtask.errors import SharedTaskError
+from sharedtask.errors import SharedTaskError, choices_hint
 from sharedtask.formats.runfile import find_run_file
 from sharedtask import measures as registry
 from sharedtask.evaluate import arqmath, mathqa, readers, task3, touche, trec
@@ -51,8 +51,8 @@ def _selected(task, measures: list[str] | None):
     for name in measures:
         matches = [m for m in specs if m.key == name] or [m for m in specs if m.id == name]
         if not matches:
-            known = ", ".join(m.key for m in specs)
-            raise SharedTaskError(f"task {task.id} has no measure {name!r}", hint=f"known measures: {known}")
+            raise SharedTaskError(f"task {task.id} has no measure {name!r}",
+                                  hint=choices_hint(name, (m.key for m in specs), "measures"))
         wanted.extend(m for m in matches if m not in wanted)
     return [m for m in specs if m in wanted]
 
@@ -134,8 +134,14 @@ def evaluate(
     specs = _selected(task, measures)
     if qrels is None and truth_dir is None:
         raise SharedTaskError("no qrels given", hint="use --qrels FILE or --truth DIR")
+    if truth_dir is not None and Path(truth_dir).is_file():
+        raise SharedTaskError(f"--truth {truth_dir} is a file, not a folder",
+                              hint=f"give a qrels file as --qrels {truth_dir}, or the dataset's truth folder as --truth")
     _check_placed_truth(truth_dir, qrels)
     family = families.get(task.family)
+    if answer_map is not None and family.evaluator != f"{__name__}:score_task3":  # else silently unused
+        raise SharedTaskError(f"--answer-map ties ARQMath Task 3 answers to their assessments; {task.id} has no "
+                              "such answers", hint="drop --answer-map")
     source = _Qrels(task, Path(qrels) if qrels else None, Path(truth_dir) if truth_dir else None)
     if family.qrels:
         if source.path("relevance") is None:

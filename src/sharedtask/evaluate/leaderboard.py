@@ -31,7 +31,6 @@ from sharedtask.evaluate.multiple import CORRECTIONS, adjust
 from sharedtask.evaluate.result import EvaluationResult, MeasureInfo
 
 if TYPE_CHECKING:
-    from rich.table import Table
     from sharedtask.tables import KeyedTable
 
 TESTS = ("ttest", "permutation")
@@ -246,16 +245,17 @@ class Leaderboard:
             table.add_row("" if rank is None else str(rank), self.label(run), *cells)
         return table
 
-    def agreement_table(self) -> Table | None:
-        """Kendall's tau-b of each non-official measure against the official primary one."""
+    def agreement_table(self) -> KeyedTable | None:
+        """Kendall's tau-b of each non-official measure against the official primary one (the
+        measure's label whole at any width)."""
         if not self.agreement:
             return None
-        from rich.table import Table
+        from sharedtask.tables import Column, KeyedTable
 
-        table = Table(title=f"agreement with {self._label(self.primary)} (official): Kendall's tau-b",
-                      title_justify="left")
-        for name in ("measure", "tau-b", "p", "runs"):
-            table.add_column(name, justify="left" if name == "measure" else "right")
+        table = KeyedTable([Column("measure"), Column("tau-b", "right"), Column("p", "right", whole=True),
+                            Column("runs", "right", whole=True)],
+                           title=f"agreement with {self._label(self.primary)} (official): Kendall's tau-b",
+                           title_justify="left")
         for a in self.agreement:
             defined = a.tau is not None and not math.isnan(a.tau)
             table.add_row(self._label(a.measure), f"{a.tau:+.3f}" if defined else a.describe(),

@@ -172,6 +172,16 @@ class Thresholds:
     max_rmse: float = 0.05  # RMSE of every official measure
     alpha: float = 0.05  # the paired t-test must not find a difference at this level
 
+    def __post_init__(self) -> None:
+        """A bound no comparison can meet (or always meets) is a typo: refused, naming the option."""
+        from sharedtask.errors import SharedTaskError
+
+        for option, value, low, high in (("--min-ktu", self.min_ktu, -1.0, 1.0), ("--min-rbo", self.min_rbo, 0.0, 1.0),
+                                         ("--max-rmse", self.max_rmse, 0.0, math.inf), ("--alpha", self.alpha, 0.0, 1.0)):
+            if not low <= value <= high:  # also NaN
+                bounds = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
+                raise SharedTaskError(f"{option} {value:g}: must be {bounds}")
+
     def describe(self) -> str:
         return (f"mean KTU >= {self.min_ktu:g}, mean RBO >= {self.min_rbo:g}, RMSE <= {self.max_rmse:g} "
                 f"for every measure, paired t-test p >= {self.alpha:g}")

@@ -31,6 +31,7 @@ from typing import Any
 
 from sharedtask.errors import SharedTaskError
 from sharedtask.executor.redis_keys import KEY_PREFIX, RESULT_TTL
+from sharedtask.units import format_size
 
 TASK_NAME = "sharedtask.run_job"
 DEFAULT_QUEUE = "sharedtask"
@@ -264,8 +265,8 @@ def run_job(payload: dict[str, Any], task_id: str) -> dict[str, Any]:
                 remove_tree(run_dir / "output")
                 raw["archive"], raw["archive_sha256"] = pack(run_dir)  # logs and record still go back
                 raw.update(state=FAILED, status="output-limit", validation={"status": "no run file"},
-                           message=f"the outputs are {size / 2**20:.0f} MB compressed, more than a worker "
-                                   f"sends back ({MAX_ARCHIVE * 3 // 4 // 2**20} MB)")
+                           message=f"the outputs are {format_size(size)} compressed, more than a worker "
+                                   f"sends back ({format_size(MAX_ARCHIVE * 3 // 4)})")
         return raw
     finally:
         lease.stop.set()

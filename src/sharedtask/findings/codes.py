@@ -141,7 +141,7 @@ CATALOGUE: dict[str, Code] = {
     "RUN-TIRA-MIN-LINES": _c(_T, E, "fewer than 5 result lines (TIRA's check refuses them)",
                              "a real run has many results per topic"),
     "RUN-TIRA-MIN-TOPICS": _c(_T, E, "fewer than 3 topics (TIRA's check refuses them)", "answer every topic of the dataset"),
-    "RUN-TIRA-SIZE": _c(_T, E, "a run file over TIRA's 75 MB limit",
+    "RUN-TIRA-SIZE": _c(_T, E, "a run file over TIRA's 75 MiB limit",
                         "gzip it as run.txt.gz (TIRA checks the compressed size) or cut the depth"),
     "RUN-TIRA-LAYOUT": _c(_T, I, "TIRA's generic run.txt check cannot accept this layout (it needs 6 TREC columns)",
                           "on TIRA, such runs need the task's own checker"),

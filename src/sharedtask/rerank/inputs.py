@@ -27,6 +27,7 @@ from pathlib import Path
 
 from sharedtask.data.checksum import sha256
 from sharedtask.errors import FormatError, SharedTaskError
+from sharedtask.folders import output_folder
 from sharedtask.formats.tira_layout import atomic, json_line
 from sharedtask.rerank.candidates import Candidate, top_candidates
 from sharedtask.formats.runfile import find_run_file
@@ -90,13 +91,20 @@ def write_rerank_input(task: Task, dataset: Path, run: Path, out: Path, depth: i
 def prepare_stage(task: Task, dataset: Path, run: Path, stage_dir: Path, depth: int | None = None) -> RerankSummary:
     """Fill ``stage_dir`` (the future ``$inputRun``) with the first stage's run and its candidates."""
     run_file = find_run_file(run, task.output.file)
-    stage_dir.mkdir(parents=True, exist_ok=True)
     target = stage_dir / task.output.file
-    if run_file.name.endswith(".gz"):  # TIRA accepts run.txt.gz; a re-ranker reads $inputRun/run.txt as text
-        _gunzip(run_file, target, task.output.run_bytes_bound)
-    elif run_file.resolve() != target.resolve():
-        shutil.copyfile(run_file, target)
-    return write_rerank_input(task, dataset, target, stage_dir / RERANK_FILE, depth)
+    with output_folder(stage_dir):  # removed again when the run or the dataset is refused
+        if run_file.name.endswith(".gz"):  # TIRA accepts run.txt.gz; a re-ranker reads $inputRun/run.txt as text
+            _gunzip(run_file, target, task.output.run_bytes_bound)
+        elif run_file.resolve() != target.resolve():
+            shutil.copyfile(run_file, target)
+        try:
+            return write_rerank_input(task, dataset, target, stage_dir / RERANK_FILE, depth)
+        except FormatError as exc:  # name the user's file, not the copy that is removed again
+            at = exc.location
+            if run_file.name.endswith(".gz") or at.path != str(target):
+                raise
+            raise FormatError(run_file, exc.detail, line=at.line, column=at.column, record=at.record,
+                              hint=exc.hint) from None
 
 
 def _gunzip(source: Path, target: Path, bound: int) -> None:

@@ -24,7 +24,8 @@ from sharedtask.sandbox.options import resolve as resolve_options
 from sharedtask.sandbox.outputs import REJECTED, check_run_file
 from sharedtask.sandbox.policy import Limits, Policy, parse_runtime, parse_user
 from sharedtask.sandbox.record import build_ir_metadata, build_record, write_record
-from sharedtask.sandbox.runner import INTERRUPTED, RunObserver, RunRequest, RunResult, docker_client, run_container
+from sharedtask.sandbox.runner import (INTERRUPTED, RunObserver, RunRequest, RunResult, check_output_dir, docker_client,
+                                       run_container)
 
 DEFAULT_RUNS_DIR = Path("sharedtask-runs")
 
@@ -197,16 +198,21 @@ def run(
             )
     else:
         input_path = Path(input_dir)
+        if input_path.exists() and not input_path.is_dir():
+            raise SharedTaskError(f"input dataset {input_path} is a file, not a folder",
+                                  hint="give the dataset's folder, the one mounted as $inputDataset")
         if not input_path.is_dir():
             raise SharedTaskError(f"input dataset directory {input_path} does not exist")
+    run_path = Path(input_run) if input_run is not None else None
+    if run_path is not None and not run_path.exists():
+        raise SharedTaskError(f"input run {run_path} does not exist", hint="pass the output folder of a previous stage")
+    if output_dir is not None:  # the user's mistake is the line they read, before Docker's
+        check_output_dir(Path(output_dir))
     limits.check_docker_accepts(_host_cpus())  # after the usage checks, before any folder is made
     if policy.runtime == "runc":  # after the usage checks: their messages come before Docker's
         from sharedtask.sandbox.seccomp import profile as seccomp_profile
 
         policy = replace(policy, seccomp=seccomp_profile(docker_client(), image))
-    run_path = Path(input_run) if input_run is not None else None
-    if run_path is not None and not run_path.exists():
-        raise SharedTaskError(f"input run {run_path} does not exist", hint="pass the output folder of a previous stage")
     created: Path | None = None
     if output_dir is None:
         created = new_run_dir(task.id, image, Path(runs_dir))

@@ -153,14 +153,21 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _prepare_output(output_dir: Path, user: str | None) -> None:
-    """The output directory must exist, be empty (TIRA) and be writable by the container user."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    if any(output_dir.iterdir()):
+def check_output_dir(output_dir: Path) -> None:
+    """An output folder is a new or an empty folder (TIRA starts with an empty $outputDir)."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise SharedTaskError(f"output directory {output_dir} is a file, not a folder", hint="choose a new --output")
+    if output_dir.is_dir() and any(output_dir.iterdir()):
         raise SharedTaskError(
             f"output directory {output_dir} is not empty",
             hint="TIRA starts with an empty $outputDir: choose a new --output or remove it",
         )
+
+
+def _prepare_output(output_dir: Path, user: str | None) -> None:
+    """The output directory must exist, be empty (TIRA) and be writable by the container user."""
+    check_output_dir(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
     _give_to_container(output_dir, user)
 
 

@@ -32,6 +32,7 @@ from sharedtask.validate import structure
 from sharedtask.validate.fastpath import FastPath, block_bytes, wanted
 from sharedtask.validate.fields import column_of
 from sharedtask.validate.structure import TIRA_MAX_BYTES, Scanner
+from sharedtask.units import format_size
 
 # TIRA's run.txt check (tira.check_format.RunFormat): at least 5 lines and 3 queries.
 TIRA_MIN_LINES = 5
@@ -386,7 +387,7 @@ def _finish_run(path: Path, task: Any, layout: Layout, ctx: RankingContext, scan
             out.report("RUN-TIRA-MIN-TOPICS", f"the run has {n_topics} topic(s); TIRA's run check needs at least {TIRA_MIN_TOPICS}")
         if size > TIRA_MAX_BYTES:
             out.report("RUN-TIRA-SIZE",
-                       f"the file has {size / 2**20:,.1f} MB; TIRA's run check allows at most {TIRA_MAX_BYTES // 2**20} MB")
+                       f"the file has {format_size(size)}; TIRA's run check allows at most {format_size(TIRA_MAX_BYTES)}")
     else:
         out.report(
             "RUN-TIRA-LAYOUT",
