@@ -29,7 +29,7 @@ from sharedtask.service.models import Image, Submission
 from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import UploadError, clean_archive
 
-HEAD = "0005"  # the newest migration (src/sharedtask/service/migrations/versions)
+HEAD = "0006"  # the newest migration (src/sharedtask/service/migrations/versions)
 
 
 @pytest.fixture

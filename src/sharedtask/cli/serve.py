@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import Callable
 
 from sharedtask.cli import LazyConsole, options
 
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="sandboxed runs at the same time in the local pool (default: 1); with --broker: "
                              "finished runs landed and scored at the same time")
+    parser.add_argument("--processes", type=int, default=1, metavar="N",
+                        help="server processes answering requests on one port and database (default: 1; "
+                             "docs/operators.md: one per core)")
     parser.add_argument("--task", action="append", metavar="ID", dest="tasks",
                         help="accept submissions for this task (repeatable; default: every task)")
     parser.add_argument("--dataset", default="sample", metavar="NAME",
@@ -76,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
+    if args.processes < 1:
+        raise SharedTaskError(f"--processes {args.processes}: must be at least 1")
     options.check_broker(args)
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
@@ -110,6 +116,12 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.runs import RunSettings, make_runs
 
+    if args.broker:  # asked here, once: the run pool is made later, in the process that holds its lease
+        from sharedtask.executor.remote import answering_redis
+
+        client = answering_redis(args.broker)
+        if client is not None:
+            client.close()
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
     image_source = stage_source = None
     if args.broker and args.images_dir:
@@ -119,19 +131,25 @@ def run(args: argparse.Namespace) -> int:
 
         image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
         stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
-    runs = make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
-                     stage_source=stage_source)
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
                            dataset=args.dataset,
                            workers_lack_stages=bool(args.broker) and stage_source is None)
-    app = create_app(factory, runs, config)
-    return _serve(app, args.host, args.port)
+    def build_app() -> object:
+        """The app of one server process, made in that process (after the fork of ``--processes``)."""
+        from sharedtask.service.runs.lease import LeasedRuns
+
+        runs = LeasedRuns(factory, lambda: make_runs(args.broker, factory, settings, args.workers, image_source,
+                                                     queue=args.queue, stage_source=stage_source))
+        return create_app(factory, runs, config)
+
+    engine.dispose()  # no connection crosses a fork: each process opens its own
+    return _serve(build_app, args.host, args.port, args.processes)
 
 
-def _serve(app: object, host: str, port: int) -> int:
+def _serve(build_app: Callable[[], object], host: str, port: int, processes: int = 1) -> int:
     import socket
 
     import uvicorn
@@ -155,8 +173,17 @@ def _serve(app: object, host: str, port: int) -> int:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         service_log.addHandler(handler)
+    many = f", {processes} processes" if processes > 1 else ""
     console.print(f"sharedtask service on [bold]http://{host}:{sock.getsockname()[1]}/[/] "
-                  "(pages: /, /team, /organizer; API: /openapi.json); Ctrl-C stops it")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    server.run(sockets=[sock])
-    return 0
+                  f"(pages: /, /team, /organizer; API: /openapi.json{many}); Ctrl-C stops it")
+
+    def one() -> int:
+        server = uvicorn.Server(uvicorn.Config(build_app(), log_level="warning", access_log=False))
+        server.run(sockets=[sock])
+        return 0
+
+    if processes == 1:
+        return one()
+    from sharedtask.service.processes import supervise
+
+    return supervise(processes, one)
