@@ -200,12 +200,17 @@ def image_of_archive(service: ServiceState, raw: Path, sha: str, limit: int) -> 
 
     Never inside a transaction: the lookup and the insert are short transactions of their
     own, and the check and ``docker load`` (minutes for a large image) run between them. One
-    lock per digest makes ten teams sending the same new image wait for one load.
+    lock per digest, held in the database (:mod:`sharedtask.service.locks`: every server process
+    shares it), makes ten teams sending the same new image wait for one load.
     """
     from sharedtask.service.uploads import clean_archive, load_archive
 
+    with service.sessions() as session:  # a known image needs no lock (the common case)
+        found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
+    if found is not None:
+        return found
     with service.lock_for(("image", sha)):
-        with service.sessions() as session:
+        with service.sessions() as session:  # loaded meanwhile by the lock's last holder?
             found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
         if found is not None:
             return found

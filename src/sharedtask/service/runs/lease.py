@@ -66,7 +66,11 @@ class LeasedRuns:
         release = self.locks.acquire(NAME, wait=False)
         if release is None:
             return
-        inner = self.make()
+        try:
+            inner = self.make()
+        except BaseException:  # no pool: let another process (or the next try) take the lease
+            release()
+            raise
         with self._guard:
             self._release, self.inner = release, inner
         log.info("this server process (pid %d) runs the submissions", os.getpid())
