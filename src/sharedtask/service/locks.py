@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import NullPool
 
+from sharedtask.service.db import IMMEDIATE
 from sharedtask.service.models import Lease
 
 log = logging.getLogger("sharedtask.service")
@@ -94,6 +95,8 @@ class Locks:
 
     def __init__(self, engine: Engine, lease: float = LEASE_SECONDS) -> None:
         self.engine, self.lease = engine, lease
+        # SQLite: the write lock at BEGIN, so a write never meets SQLITE_BUSY_SNAPSHOT (db.py)
+        self._writes = engine.execution_options(**{IMMEDIATE: True})
         self.postgres = engine.dialect.name == "postgresql"
         self._local: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -151,14 +154,14 @@ class Locks:
     def _take(self, name: str) -> bool:
         me, now = owner(), time.time()
         try:
-            with self.engine.begin() as connection:
+            with self._writes.begin() as connection:
                 connection.execute(insert(Lease).values(name=name, owner=me, expires=now + self.lease))
         except IntegrityError:
             with self.engine.begin() as connection:
                 row = connection.execute(select(Lease.owner, Lease.expires).where(Lease.name == name)).first()
             if row is None or not (row.expires < now or gone(row.owner)):
                 return False
-            with self.engine.begin() as connection:  # compare and swap: one of two takers wins
+            with self._writes.begin() as connection:  # compare and swap: one of two takers wins
                 taken = connection.execute(
                     update(Lease).where(Lease.name == name, Lease.owner == row.owner, Lease.expires == row.expires)
                     .values(owner=me, expires=now + self.lease)).rowcount == 1
@@ -176,7 +179,7 @@ class Locks:
     def _give_back(self, name: str) -> None:
         with self._guard:
             self._held.discard(name)
-        with self.engine.begin() as connection:
+        with self._writes.begin() as connection:
             connection.execute(delete(Lease).where(Lease.name == name, Lease.owner == owner()))
 
     def _renew(self) -> None:
@@ -187,7 +190,7 @@ class Locks:
             if not names:
                 continue
             try:
-                with self.engine.begin() as connection:
+                with self._writes.begin() as connection:
                     kept = connection.execute(update(Lease).where(Lease.name.in_(names), Lease.owner == owner())
                                               .values(expires=time.time() + self.lease)).rowcount
                 if kept != len(names):
