@@ -20,7 +20,7 @@ import pytest
 
 from service_helpers import TASK, call, free_port, start_server, stop
 from sharedtask.service.db import make_engine, migrate
-from sharedtask.service.locks import Locks, lock_name
+from sharedtask.service.locks import LockBusy, Locks, lock_name
 
 HOLDER = """
 import sys, pathlib
@@ -55,6 +55,9 @@ def test_a_lock_in_the_database_excludes_another_process_and_a_sigkill_frees_it(
         other = locks.acquire(lock_name(("image", "def")), wait=False)  # another key is free
         assert other is not None
         other()
+        with pytest.raises(LockBusy):  # a bounded wait ends with the holder still holding
+            with locks.hold(("image", "abc"), within=0.5):
+                raise AssertionError("held by two processes at once")
         taken = threading.Event()
 
         def wait_for_it() -> None:

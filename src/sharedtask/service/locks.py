@@ -30,7 +30,7 @@ from typing import Callable, Hashable, Iterator
 
 from sqlalchemy import create_engine, delete, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from sharedtask.service.db import IMMEDIATE
@@ -44,6 +44,10 @@ LEASE_SECONDS = 60.0
 MAX_PAUSE = 0.25
 
 Release = Callable[[], None]
+
+
+class LockBusy(TimeoutError):
+    """Another holder kept the lock past the waiter's bound."""
 
 
 def lock_name(key: Hashable) -> str:
@@ -105,34 +109,42 @@ class Locks:
         self._advisory: Engine | None = None
 
     @contextmanager
-    def hold(self, key: Hashable) -> Iterator[None]:
-        """Hold the lock of ``key`` across every process on the database (waits for it)."""
+    def hold(self, key: Hashable, within: float | None = None) -> Iterator[None]:
+        """Hold the lock of ``key`` across every process on the database; waits for it, at most
+        ``within`` seconds when given (then :class:`LockBusy`)."""
         name = lock_name(key)
+        deadline = None if within is None else time.monotonic() + within
         with self._guard:
             local = self._local.setdefault(name, threading.Lock())
-        with local:
-            release = self.acquire(name, wait=True)
-            assert release is not None
+        if not local.acquire(timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic())):
+            raise LockBusy(name)
+        try:
+            release = self.acquire(name, wait=True, deadline=deadline)
+            if release is None:
+                raise LockBusy(name)
             try:
                 yield
             finally:
                 release()
+        finally:
+            local.release()
 
-    def acquire(self, name: str, *, wait: bool) -> Release | None:
-        """Take the lock ``name``; its release, or None when ``wait`` is False and another holds it."""
+    def acquire(self, name: str, *, wait: bool, deadline: float | None = None) -> Release | None:
+        """Take the lock ``name``; its release, or None when another holds it and ``wait`` is False
+        or the ``deadline`` (``time.monotonic()``) passed."""
         if self.postgres:
-            return self._advisory_lock(name, wait)
+            return self._advisory_lock(name, wait, deadline)
         pause = 0.005
         while True:
             if self._take(name):
                 return lambda: self._give_back(name)
-            if not wait:
+            if not wait or (deadline is not None and time.monotonic() >= deadline):
                 return None
             time.sleep(pause)  # a holder writes no event a waiter could sleep on: polled, with backoff
             pause = min(pause * 2, MAX_PAUSE)
 
     # --- PostgreSQL: advisory locks on connections of their own
-    def _advisory_lock(self, name: str, wait: bool) -> Release | None:
+    def _advisory_lock(self, name: str, wait: bool, deadline: float | None) -> Release | None:
         if self._advisory is None:
             with self._guard:
                 if self._advisory is None:  # no pool: a held lock is a connection, returned by closing it
@@ -141,7 +153,16 @@ class Locks:
         key = advisory_key(name)
         try:
             if wait:
-                connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+                if deadline is not None:  # lock_timeout bounds an advisory lock's wait too (SQLSTATE 55P03)
+                    left = max(1, int(1000 * (deadline - time.monotonic())))
+                    connection.execute(text(f"SET lock_timeout = {left}"))
+                try:
+                    connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+                except OperationalError as exc:
+                    if getattr(exc.orig, "sqlstate", None) != "55P03":
+                        raise
+                    connection.close()
+                    return None
             elif not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar():
                 connection.close()
                 return None

@@ -65,7 +65,7 @@ class ServiceState:
     def write_sessions(self) -> sessionmaker[Session]:
         return self.writers or self.sessions
 
-    def lock_for(self, key: Hashable) -> ContextManager[None]:
+    def lock_for(self, key: Hashable, within: float | None = None) -> ContextManager[None]:
         """One lock per key, so parallel requests for one thing do it once: ten teams sending the
         same new image (``("image", digest)``) load it once, two publications of one stage make it once.
 
@@ -76,7 +76,7 @@ class ServiceState:
         with self._locks_guard:
             if self._locks is None:
                 self._locks = Locks(self.sessions.kw["bind"])
-        return self._locks.hold(key)
+        return self._locks.hold(key, within)
 
 
 def task_of(service: ServiceState, task_id: str) -> Any:
