@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from sharedtask.cli import LazyConsole, options
 
@@ -123,13 +123,12 @@ def run(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
-    image_source = stage_source = None
+    stage_source = None
     if args.broker and args.images_dir:
         from sharedtask.images.client import docker_client
-        from sharedtask.images.shipping import source_for
         from sharedtask.executor.stages import stage_source_for
 
-        image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
+        docker_client()  # Docker answers, or one line now (the pool is made later, after the fork)
         stage_source = stage_source_for(args.images_dir, args.images_url)  # published stages travel the same way
     config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
@@ -141,9 +140,17 @@ def run(args: argparse.Namespace) -> int:
         """The app of one server process, made in that process (after the fork of ``--processes``)."""
         from sharedtask.service.runs.lease import LeasedRuns
 
-        runs = LeasedRuns(factory, lambda: make_runs(args.broker, factory, settings, args.workers, image_source,
-                                                     queue=args.queue, stage_source=stage_source))
-        return create_app(factory, runs, config)
+        def make_pool() -> Any:  # in the process that takes the run lease, with its own Docker client
+            image_source = None
+            if args.broker and args.images_dir:
+                from sharedtask.images.client import docker_client
+                from sharedtask.images.shipping import source_for
+
+                image_source = source_for(docker_client(), images_dir=args.images_dir, images_url=args.images_url)
+            return make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
+                             stage_source=stage_source)
+
+        return create_app(factory, LeasedRuns(factory, make_pool), config)
 
     engine.dispose()  # no connection crosses a fork: each process opens its own
     return _serve(build_app, args.host, args.port, args.processes)
