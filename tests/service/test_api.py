@@ -347,6 +347,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (["serve", "--db", "mysql+nodriver://x/y"], "cannot open the database"),
     (["serve", "--broker", "redis://127.0.0.1:9/0"], "does not answer"),
     (["serve", "--images-dir", "x"], "need --broker"),
+    (["serve", "--processes", "0"], "--processes 0: must be at least 1"),
     (["serve", "--task", "no-such-task"], "no-such-task"),
     (["serve", "--new-team", "a b"], "invalid team name"),
     (["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, "--image", "x", "--registry"],
