@@ -116,7 +116,7 @@ def test_the_answers_cache_of_one_process_sees_a_commit_of_another(two) -> None:
     organizer = a.token()
     before = [t for t in call(f"{a.url}/api/tasks")[1] if t["task"] == TASK][0]
     assert before["daily_limit"] is None and before["published"] is False
-    assert call(f"{a.url}/api/tasks")[1] == call(f"{a.url}/api/tasks")[1]  # answered again (from A's cache)
+    assert call(f"{a.url}/api/tasks")[1] == call(f"{a.url}/api/tasks")[1]  # A keeps this answer until a commit
     assert call(f"{a.url}/api/tasks/{TASK}/leaderboard")[0] in (403, 404)  # not public yet
     status, _ = call(f"{b.url}/api/tasks/{TASK}/settings", "PUT", organizer, body={"daily_limit": 7})
     assert status == 200
