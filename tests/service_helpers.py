@@ -228,7 +228,8 @@ def build_tiny_image(client: Any, tag: str, run_text: str, tmp: Path, *, script:
     (ctx / "Dockerfile").write_text(
         "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n"
         "COPY run.txt run.sh /app/\nCMD [\"/bin/sh\", \"/app/run.sh\", \"/tira-data/input\", \"/tira-data/output\"]\n")
-    client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True)
+    # no network: nothing is fetched, and the build does not depend on the daemon's bridge
+    client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, network_mode="none")
     return tag
 
 

@@ -727,15 +727,13 @@ def test_clumsy_input_is_one_line(case: str, columns: str, tmp_path: Path, reque
     assert _tree(work) == before  # refused: nothing made (no empty output folder, no database)
 
 
-@pytest.mark.xfail(strict=True, reason="serve opens its data folder and database before it parses --max-upload "
-                                       "and --db (cli/serve.py, being changed on another branch; move both checks "
-                                       "above data_dir.mkdir)")
 @pytest.mark.parametrize("argv, needle", [(["--max-upload", "lots"], "invalid --max-upload"),
-                                          (["--db", "notaurl"], "cannot open the database notaurl")])
+                                          (["--db", "notaurl"], "cannot open the database notaurl"),
+                                          (["--daily-limit", "0"], "--daily-limit 0: must be at least 1")])
 def test_serve_refusals_leave_no_data_folder(argv: list[str], needle: str, tmp_path: Path) -> None:
     proc = cli("serve", *argv, "--data-dir", "svc", cwd=tmp_path)
-    assert_one_line_error(proc, needle)  # holds today
-    assert not (tmp_path / "svc").exists()  # does not: the folder (and for --max-upload a database) is made
+    assert_one_line_error(proc, needle)
+    assert not (tmp_path / "svc").exists()  # refused before the data folder or a database is made
 
 
 @pytest.mark.parametrize("name, first", [("four.tsv", "wrong layout: none of its 2 line(s) has the 5 columns"),

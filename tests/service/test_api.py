@@ -29,7 +29,7 @@ from sharedtask.service.models import Image, Submission
 from sharedtask.service.teams.tokens import create_team
 from sharedtask.service.uploads import UploadError, clean_archive
 
-HEAD = "0005"  # the newest migration (src/sharedtask/service/migrations/versions)
+HEAD = "0006"  # the newest migration (src/sharedtask/service/migrations/versions)
 
 
 @pytest.fixture
@@ -347,6 +347,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (["serve", "--db", "mysql+nodriver://x/y"], "cannot open the database"),
     (["serve", "--broker", "redis://127.0.0.1:9/0"], "does not answer"),
     (["serve", "--images-dir", "x"], "need --broker"),
+    (["serve", "--processes", "0"], "--processes 0: must be at least 1"),
     (["serve", "--task", "no-such-task"], "no-such-task"),
     (["serve", "--new-team", "a b"], "invalid team name"),
     (["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, "--image", "x", "--registry"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import Any, Callable
 
 from sharedtask.cli import LazyConsole, options
 
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="sandboxed runs at the same time in the local pool (default: 1); with --broker: "
                              "finished runs landed and scored at the same time")
+    parser.add_argument("--processes", type=int, default=1, metavar="N",
+                        help="server processes answering requests on one port and database (default: 1; "
+                             "docs/operators.md: one per core)")
     parser.add_argument("--task", action="append", metavar="ID", dest="tasks",
                         help="accept submissions for this task (repeatable; default: every task)")
     parser.add_argument("--dataset", default="sample", metavar="NAME",
@@ -76,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SharedTaskError(f"--workers {args.workers}: must be at least 1")
+    if args.processes < 1:
+        raise SharedTaskError(f"--processes {args.processes}: must be at least 1")
     options.check_broker(args)
     if not 0 < args.port < 65536:
         raise SharedTaskError(f"--port {args.port}: must be between 1 and 65535")
@@ -83,9 +89,15 @@ def run(args: argparse.Namespace) -> int:
         load_task(task_id)  # an unknown id is one line, before anything is written
     if args.new_team is not None:
         check_team_name(args.new_team)  # before a data folder or database is made
+    max_upload = parse_size(args.max_upload, "--max-upload")
+    if args.daily_limit is not None and args.daily_limit < 1:  # 0 would read as "no limit" further on
+        raise SharedTaskError(f"--daily-limit {args.daily_limit}: must be at least 1",
+                              hint="leave it out for no limit; to stop submissions, close the task or its phase")
+    # a database named by --db is opened before anything is made: a wrong URL leaves no data folder
+    engine = make_engine(args.db) if args.db else None
     data_dir: Path = args.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(args.db or sqlite_url(data_dir / "service.db"))
+    engine = engine or make_engine(sqlite_url(data_dir / "service.db"))
     migrate(engine)
     factory = sessions(engine)
     if args.new_assessor is not None:
@@ -110,30 +122,54 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.runs import RunSettings, make_runs
 
+    if args.broker:  # asked here, once: the run pool is made later, in the process that holds its lease
+        from sharedtask.executor.remote import answering_redis
+
+        client = answering_redis(args.broker)
+        if client is not None:
+            client.close()
     settings = RunSettings(data_dir=data_dir.resolve(), dataset=args.dataset, manifest=args.manifest)
-    image_source, stage_source = _image_shipping(args, data_dir) if args.broker else (None, None)
-    runs = make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
-                     stage_source=stage_source)
-    config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=parse_size(args.max_upload, "--max-upload"),
+    # decided once, before any fork: a registry started here lives as long as this (the supervising) process
+    shipping = _image_shipping(args, data_dir) if args.broker else None
+    stage_source = shipping[2] if shipping is not None else None
+    config = ServiceConfig(data_dir=data_dir.resolve(), max_upload=max_upload,
                            daily_limit=args.daily_limit, allow_local_images=args.allow_local_images,
                            blind=args.blind, registries=tuple(args.registries or ()),
                            task_ids=list(args.tasks or ()), manifest=args.manifest,
                            dataset=args.dataset,
                            workers_lack_stages=bool(args.broker) and stage_source is None)
-    app = create_app(factory, runs, config)
-    return _serve(app, args.host, args.port)
+    def build_app() -> object:
+        """The app of one server process, made in that process (after the fork of ``--processes``)."""
+        from sharedtask.service.runs.lease import LeasedRuns
+
+        def make_pool() -> Any:  # in the process that takes the run lease, with its own Docker client
+            image_source = None
+            if shipping is not None:
+                from sharedtask.images.client import docker_client
+                from sharedtask.images.shipping import source_for
+
+                address, images_dir, _ = shipping
+                image_source = source_for(docker_client(), registry=address, images_dir=images_dir,
+                                          images_url=args.images_url)
+            return make_runs(args.broker, factory, settings, args.workers, image_source, queue=args.queue,
+                             stage_source=stage_source)
+
+        return create_app(factory, LeasedRuns(factory, make_pool), config)
+
+    engine.dispose()  # no connection crosses a fork: each process opens its own
+    return _serve(build_app, args.host, args.port, args.processes)
 
 
-def _image_shipping(args: argparse.Namespace, data_dir: Path) -> tuple[object, object]:
+def _image_shipping(args: argparse.Namespace, data_dir: Path) -> tuple[str | None, Path | None, object]:
     """How images and published stages reach the workers (images/registry.py, images/shipping.py):
     by layer from ``--images-registry`` or, by default, from a registry started here on loopback;
-    as whole archives with ``--images-dir`` alone, or when no registry can be started (one line says so)."""
+    as whole archives with ``--images-dir`` alone, or when no registry can be started (one line says so).
+    (registry address, archive folder, stage source); each server process makes its image source from them."""
     from sharedtask.executor.stages import stage_source_for
     from sharedtask.images import registry
     from sharedtask.images.client import docker_client
-    from sharedtask.images.shipping import source_for
 
-    client = docker_client()  # one clear line when Docker is not there
+    docker_client()  # Docker answers, or one line now (each process makes its own client after the fork)
     address, images_dir = args.images_registry, args.images_dir
     if address:
         registry.check_answers(address)
@@ -145,12 +181,11 @@ def _image_shipping(args: argparse.Namespace, data_dir: Path) -> tuple[object, o
         images_dir = data_dir / "images"
         console.print(f"images reach the workers as whole archives in {images_dir}: {registry.BINARY} is not "
                       "installed (apt-get install docker-registry, or --images-registry HOST:PORT, sends layers)")
-    image_source = source_for(client, registry=address, images_dir=images_dir, images_url=args.images_url)
     # published stages travel as archives of --images-dir, whatever carries the images
-    return image_source, stage_source_for(images_dir, args.images_url)
+    return address, images_dir, stage_source_for(images_dir, args.images_url)
 
 
-def _serve(app: object, host: str, port: int) -> int:
+def _serve(build_app: Callable[[], object], host: str, port: int, processes: int = 1) -> int:
     import socket
 
     import uvicorn
@@ -174,8 +209,17 @@ def _serve(app: object, host: str, port: int) -> int:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         service_log.addHandler(handler)
+    many = f", {processes} processes" if processes > 1 else ""
     console.print(f"sharedtask service on [bold]http://{host}:{sock.getsockname()[1]}/[/] "
-                  "(pages: /, /team, /organizer; API: /openapi.json); Ctrl-C stops it")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    server.run(sockets=[sock])
-    return 0
+                  f"(pages: /, /team, /organizer; API: /openapi.json{many}); Ctrl-C stops it")
+
+    def one() -> int:
+        server = uvicorn.Server(uvicorn.Config(build_app(), log_level="warning", access_log=False))
+        server.run(sockets=[sock])
+        return 0
+
+    if processes == 1:
+        return one()
+    from sharedtask.service.processes import supervise
+
+    return supervise(processes, one)

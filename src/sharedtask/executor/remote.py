@@ -153,6 +153,22 @@ def landing_bounds(task_id: str) -> tuple[int, int]:
     return 4 * limits.max_output + 2 * LOG_FILE_CAP + 32 * 2**20, limits.max_output_entries + 64
 
 
+def answering_redis(broker: str) -> Any:
+    """A Redis client of a ``redis://`` broker that answered a ping (None for another broker), or one
+    line saying it does not answer."""
+    if not is_redis(broker):
+        return None
+    import redis
+
+    client = redis.Redis.from_url(broker, socket_timeout=10, socket_connect_timeout=10)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as exc:
+        raise SharedTaskError(f"the broker {redacted_url(broker)} does not answer ({exc.__class__.__name__}: {exc})",
+                              hint="start redis-server there, or check the URL and its password") from None
+    return client
+
+
 class CeleryExecutor:
     """Jobs go to ``sharedtask worker`` processes through a Celery broker (Redis by default)."""
 
@@ -165,16 +181,7 @@ class CeleryExecutor:
         #: or claim, though their jobs' ids (content hashes) are equal (issue 39)
         self.namespace = namespace
         self.app = make_app(broker, backend=backend, queue=queue, visibility_timeout=visibility_timeout)
-        self._redis: Any = None
-        if is_redis(broker):
-            import redis
-
-            self._redis = redis.Redis.from_url(broker, socket_timeout=10, socket_connect_timeout=10)
-            try:
-                self._redis.ping()
-            except redis.exceptions.RedisError as exc:
-                raise SharedTaskError(f"the broker {redacted_url(broker)} does not answer ({exc.__class__.__name__}: {exc})",
-                                      hint="start redis-server there, or check the URL and its password") from None
+        self._redis: Any = answering_redis(broker)
 
     def submit(self, job: Job, run_dir: Path, *, input_dir: Path | None = None,
                observer: Any | None = None, resume: bool = True) -> CeleryHandle:

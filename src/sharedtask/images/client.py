@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from sharedtask.errors import SharedTaskError
 
 _CLIENT: Any = None
+
+
+def _forget() -> None:
+    """A forked child (``serve --processes``) makes its own client: the parent's keep-alive
+    connection to dockerd is one socket, and two processes writing on it would mix their requests."""
+    global _CLIENT
+    _CLIENT = None
+
+
+os.register_at_fork(after_in_child=_forget)
 
 
 def docker_client() -> Any:

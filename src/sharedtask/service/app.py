@@ -23,7 +23,7 @@ from sharedtask.service.response_cache import answers_for
 from sharedtask.service.runs import Runs, resume
 from sharedtask.service.state import ServiceConfig, ServiceState, ensure_settings, task_of
 from sharedtask.service.teams.signin import COOKIE
-from sharedtask.service.uploads import UploadError
+from sharedtask.service.uploads import UploadError, remove_stale_spools
 from sharedtask.service.web import api, assessment, assessors, members, phases, site, stages, views
 
 __all__ = ["COOKIE", "ServiceConfig", "create_app"]
@@ -48,11 +48,7 @@ def _start(service: ServiceState) -> None:
         ensure_settings(session, list(service.known_tasks))
     for task_id in service.known_tasks:  # read here, in a thread: requests then find them in memory
         task_of(service, task_id)
-    uploads = service.config.data_dir / "uploads"
-    if uploads.is_dir():
-        for leftover in uploads.iterdir():
-            if leftover.is_file() or leftover.is_symlink():
-                leftover.unlink(missing_ok=True)
+    remove_stale_spools(service.config.data_dir / "uploads")
 
 
 def create_app(sessions: sessionmaker[Session], runs: Runs, config: ServiceConfig) -> FastAPI:
@@ -65,7 +61,8 @@ def create_app(sessions: sessionmaker[Session], runs: Runs, config: ServiceConfi
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[Any]:
         await run_in_threadpool(_start, service)
-        resume(sessions, runs)
+        start = getattr(runs, "start", None)  # runs.lease.LeasedRuns: resumes once it holds the lease
+        await run_in_threadpool(start if start is not None else lambda: resume(sessions, runs))
         yield
         runs.shutdown()
 

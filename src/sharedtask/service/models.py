@@ -297,3 +297,20 @@ class Judgment(Base):
     judged: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     #: how many times it was saved (a changed judgment counts again; never a second row)
     saves: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Lease(Base):
+    """A lock held in the database (:mod:`sharedtask.service.locks`): its holder and until when.
+
+    Why a row and not a lock of the engine: SQLite has no lock a connection can hold without an
+    open transaction, and no transaction may stay open across an image load or a run. The row
+    outlives a SIGKILLed holder; its ``expires`` (renewed while held) and its ``owner``'s process
+    id let the next one take it.
+    """
+
+    __tablename__ = "leases"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    #: ``host:pid:random``: a holder on this host whose process is gone is known at once
+    owner: Mapped[str] = mapped_column(String(200))
+    #: seconds since the epoch (``time.time()``) after which anyone may take it
+    expires: Mapped[float] = mapped_column()

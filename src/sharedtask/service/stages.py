@@ -85,7 +85,8 @@ def publish(service: Any, task: Any, name: str, source: Source) -> tuple[Stage, 
 
     Runs in a worker thread. No transaction is open while the run is validated and the
     stage folder written (a corpus is read once: seconds to minutes); the service's lock per
-    (task, name, dataset) makes parallel requests wait for one making.
+    (task, name, dataset), held in the database, makes parallel requests of every server process
+    wait for one making.
     """
     from sharedtask.rerank import prepare_stage
     from sharedtask.service.phases import manifest_of

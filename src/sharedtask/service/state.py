@@ -9,7 +9,7 @@ import datetime as dt
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any, ContextManager, Hashable
 
 from fastapi import HTTPException
 from sqlalchemy import select
@@ -58,18 +58,25 @@ class ServiceState:
     hot_threads: Any = None
     #: the specs of ``known_tasks``, loaded on first use: a spec does not change under a running server
     _tasks: dict[str, Any] = field(default_factory=dict)
-    #: one lock per key (:meth:`lock_for`)
-    _locks: dict[Hashable, threading.Lock] = field(default_factory=dict)
+    #: the database's locks (:meth:`lock_for`), made on first use
+    _locks: Any = None
     _locks_guard: threading.Lock = field(default_factory=threading.Lock)
 
     def write_sessions(self) -> sessionmaker[Session]:
         return self.writers or self.sessions
 
-    def lock_for(self, key: Hashable) -> threading.Lock:
+    def lock_for(self, key: Hashable, within: float | None = None) -> ContextManager[None]:
         """One lock per key, so parallel requests for one thing do it once: ten teams sending the
-        same new image (``("image", digest)``) load it once, two publications of one stage make it once."""
+        same new image (``("image", digest)``) load it once, two publications of one stage make it once.
+
+        Held in the database (:mod:`sharedtask.service.locks`): every server process on it shares it.
+        """
+        from sharedtask.service.locks import Locks
+
         with self._locks_guard:
-            return self._locks.setdefault(key, threading.Lock())
+            if self._locks is None:
+                self._locks = Locks(self.sessions.kw["bind"])
+        return self._locks.hold(key, within)
 
 
 def task_of(service: ServiceState, task_id: str) -> Any:

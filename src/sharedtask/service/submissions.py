@@ -195,29 +195,46 @@ def _insert_image(session: Session, values: dict[str, Any], key: str) -> Image:
     return found
 
 
+#: the longest a submission waits for another one's load of the same image (seconds): a load
+#: that hangs must not hold every later upload of that image for ever
+LOAD_WAIT = 3600
+
+
 def image_of_archive(service: ServiceState, raw: Path, sha: str, limit: int) -> Image:
     """The image of an uploaded archive: found by digest, or checked, loaded and stored once.
 
     Never inside a transaction: the lookup and the insert are short transactions of their
     own, and the check and ``docker load`` (minutes for a large image) run between them. One
-    lock per digest makes ten teams sending the same new image wait for one load.
+    lock per digest, held in the database (:mod:`sharedtask.service.locks`: every server process
+    shares it), makes ten teams sending the same new image wait for one load.
     """
     from sharedtask.service.uploads import clean_archive, load_archive
 
-    with service.lock_for(("image", sha)):
-        with service.sessions() as session:
-            found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
-        if found is not None:
-            return found
-        clean = raw.with_suffix(".clean.tar")
-        try:
-            clean_archive(raw, clean)
-            loaded = load_archive(clean, limit, sha)
-        finally:
-            clean.unlink(missing_ok=True)
-        with service.write_sessions()() as session:
-            return _insert_image(session, {"archive_sha256": sha, "docker_id": loaded.docker_id,
-                                           "size": loaded.size}, "archive_sha256")
+    with service.sessions() as session:  # a known image needs no lock (the common case)
+        found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
+    if found is not None:
+        return found
+    from sharedtask.service.locks import LockBusy
+
+    try:
+        with service.lock_for(("image", sha), within=LOAD_WAIT):
+            with service.sessions() as session:  # loaded meanwhile by the lock's last holder?
+                found = session.scalar(select(Image).where(Image.archive_sha256 == sha))
+            if found is not None:
+                return found
+            clean = raw.with_suffix(".clean.tar")
+            try:
+                clean_archive(raw, clean)
+                loaded = load_archive(clean, limit, sha)
+            finally:
+                clean.unlink(missing_ok=True)
+            with service.write_sessions()() as session:
+                return _insert_image(session, {"archive_sha256": sha, "docker_id": loaded.docker_id,
+                                               "size": loaded.size}, "archive_sha256")
+    except LockBusy:
+        raise HTTPException(503, f"the image {sha[:12]} has been loading for another submission for over "
+                                 f"{LOAD_WAIT // 60} minutes; send it again later",
+                            headers={"Retry-After": "600"}) from None
 
 
 def image_of_reference(service: ServiceState, reference: str, limit: int) -> Image:

@@ -44,7 +44,9 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
+import secrets
 import tarfile
 import zlib
 from collections import Counter
@@ -87,6 +89,29 @@ class UploadError(SharedTaskError):
 class LoadedImage:
     docker_id: str
     size: int
+
+
+def spool_path(uploads: Path, suffix: str) -> Path:
+    """A new spool's path, ``uploads/<pid>-<random><suffix>``: the process id tells a server
+    starting up which spools belong to a live sibling (``serve --processes``) and which to a killed one."""
+    uploads.mkdir(parents=True, exist_ok=True)
+    return uploads / f"{os.getpid()}-{secrets.token_hex(8)}{suffix}"
+
+
+def remove_stale_spools(uploads: Path) -> None:
+    """Remove the spools of server processes that are gone (killed mid-upload); a spool of a process
+    of this host that still runs (a sibling server process) is left alone."""
+    from sharedtask.service.locks import gone, owner
+
+    if not uploads.is_dir():
+        return
+    host = owner().partition(":")[0]
+    for leftover in uploads.iterdir():
+        pid = leftover.name.partition("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not gone(f"{host}:{pid}:"):
+            continue
+        if leftover.is_file() or leftover.is_symlink():
+            leftover.unlink(missing_ok=True)
 
 
 class Spool:

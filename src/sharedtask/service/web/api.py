@@ -4,7 +4,6 @@ No ``from __future__ import annotations``: FastAPI reads the parameter annotatio
 (``Member``, ``Db``, the request models) at run time.
 """
 
-import secrets
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,7 +18,7 @@ from sharedtask.service.state import ServiceState, all_settings, task_of, team_n
 from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.models import Submission, Team, aware, utcnow
 from sharedtask.service.teams.tokens import create_team
-from sharedtask.service.uploads import Spool, UploadError
+from sharedtask.service.uploads import Spool, UploadError, spool_path
 from sharedtask.service.web.common import (Db, Member, Organizer, SettingsIn, State, authenticate, hot, kept, may_see_board,
                                            member, visible)
 from sharedtask.units import parse_size
@@ -51,9 +50,7 @@ JSON_LIMIT = 64 * 1024
 async def _spool_upload(request: Request, service: State, limit: int) -> tuple[Path, str]:
     """The request body in ``DATA_DIR/uploads/`` (:func:`limits.stream_to`), with its sha256;
     nothing stays behind on any failure."""
-    uploads = service.config.data_dir / "uploads"
-    uploads.mkdir(parents=True, exist_ok=True)
-    spool = Spool(uploads / f"{secrets.token_hex(8)}.tar", limit)
+    spool = Spool(spool_path(service.config.data_dir / "uploads", ".tar"), limit)
     await stream_to(request, spool)
     sha = spool.close()
     expected = request.headers.get("x-image-sha256")

@@ -4,7 +4,6 @@ No ``from __future__ import annotations``: FastAPI reads the annotations at run 
 """
 
 import json
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from sharedtask.service import stages
 from sharedtask.service.limits import bounded_body, stream_to
 from sharedtask.service.state import ServiceState, task_of
-from sharedtask.service.uploads import Spool, UploadError
+from sharedtask.service.uploads import Spool, UploadError, spool_path
 from sharedtask.service.web.common import Db, State, authenticate, viewer
 
 router = APIRouter(prefix="/api")
@@ -60,9 +59,7 @@ async def _spool_run(request: Request, service: ServiceState, limit: int) -> Pat
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"the run file is larger than the task's bound of {limit} bytes (max_run_bytes)")
-    uploads = Path(service.config.data_dir) / "uploads"
-    uploads.mkdir(parents=True, exist_ok=True)
-    spool = Spool(uploads / f"{secrets.token_hex(8)}-run.txt", limit)
+    spool = Spool(spool_path(Path(service.config.data_dir) / "uploads", "-run.txt"), limit)
     try:
         await stream_to(request, spool)  # a chunk per idle bound, a MiB per trip to the thread pool
     except UploadError:
