@@ -20,7 +20,6 @@ process competes with the generator and with the runs the uploads queue.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import statistics
@@ -32,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from service_helpers import (TASK, PostgresServer, build_tiny_image, call, free_port, perfect_run,  # noqa: E402
+from service_helpers import (TASK, PostgresServer, call, free_port, tiny_archives,  # noqa: E402
                              start_server, stop)
 
 
@@ -153,12 +152,7 @@ def main() -> int:
 
     docker_client = docker.from_env(timeout=300)
     work = Path(tempfile.mkdtemp(prefix="sharedtask-bench-processes-"))
-    tags = [build_tiny_image(docker_client, f"sharedtask-bench/processes-{i}:1", perfect_run(f"bench{i}"), work)
-            for i in range(5)]
-    archives = []
-    for tag in tags:
-        data = b"".join(docker_client.api.get_image(tag))
-        archives.append((data, hashlib.sha256(data).hexdigest()))
+    tags, archives = tiny_archives(docker_client, "sharedtask-bench/processes", work)
     postgres = None
     results: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
     try:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import http.client
 import json
 import os
@@ -46,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from service_helpers import (TASK, build_tiny_image, call, free_port, perfect_run,  # noqa: E402
+from service_helpers import (TASK, call, free_port, tiny_archives,  # noqa: E402
                              start_server, stop)
 
 
@@ -262,12 +261,7 @@ def main() -> int:  # noqa: C901 - one linear script
 
     docker_client = docker.from_env(timeout=300)
     work = Path(tempfile.mkdtemp(prefix="sharedtask-bench-service-"))
-    tags = [build_tiny_image(docker_client, f"sharedtask-bench/service-{i}:1", perfect_run(f"bench{i}"), work)
-            for i in range(5)]
-    archives = []
-    for tag in tags:
-        data = b"".join(docker_client.api.get_image(tag))
-        archives.append((data, hashlib.sha256(data).hexdigest()))
+    tags, archives = tiny_archives(docker_client, "sharedtask-bench/service", work)
     data_dir = work / "service"
     data_dir.mkdir()
     port = free_port()

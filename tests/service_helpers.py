@@ -7,6 +7,7 @@ real archive format in a fraction of a second instead of the 400 MB base image.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -231,6 +232,17 @@ def build_tiny_image(client: Any, tag: str, run_text: str, tmp: Path, *, script:
     # no network: nothing is fetched, and the build does not depend on the daemon's bridge
     client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, network_mode="none")
     return tag
+
+
+def tiny_archives(client: Any, prefix: str, tmp: Path, n: int = 5) -> tuple[list[str], list[tuple[bytes, str]]]:
+    """``n`` tiny images (:func:`build_tiny_image`, each with its own perfect run) and their
+    ``docker save`` archives with sha256: what the service benchmarks upload."""
+    tags = [build_tiny_image(client, f"{prefix}-{i}:1", perfect_run(f"bench{i}"), tmp) for i in range(n)]
+    archives = []
+    for tag in tags:
+        data = b"".join(client.api.get_image(tag))
+        archives.append((data, hashlib.sha256(data).hexdigest()))
+    return tags, archives
 
 
 @pytest.fixture

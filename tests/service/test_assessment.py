@@ -68,18 +68,18 @@ def service(tmp_path: Path, database: str, monkeypatch):
         yield server.url, factory, tmp_path / "data", tokens
 
 
-def finished_run(factory, data_dir: Path, team: str, tag: str, text: str) -> int:
+def finished_run(factory, data_dir: Path, team: str, tag: str, text: str, task: str = TASK) -> int:
     """A submission finished as the executor leaves one: its run file, done and valid."""
     with factory.begin() as session:
         image = session.scalar(select(Image)) or Image(archive_sha256="a" * 64, docker_id="sha256:" + "b" * 64, size=1)
         session.add(image)
         session.flush()
         who = session.scalar(select(Team).where(Team.name == team))
-        sub = Submission(team_id=who.id, task_id=TASK, image_id=image.id, image_name="x", tag=tag, status="done",
+        sub = Submission(team_id=who.id, task_id=task, image_id=image.id, image_name="x", tag=tag, status="done",
                          run_status="success", valid=True)
         session.add(sub)
         session.flush()
-        run_dir = data_dir / "runs" / str(sub.id) / "attempt-1" / TASK / tag
+        run_dir = data_dir / "runs" / str(sub.id) / "attempt-1" / task / tag
         run_dir.mkdir(parents=True)
         (run_dir / "run.txt").write_text(text)
         sub.run_dir = str(run_dir)

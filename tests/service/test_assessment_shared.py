@@ -12,13 +12,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 
 from service_helpers import REPO, RecordingExecutor, ThreadServer, call, database  # noqa: F401 - fixture
+from service.test_assessment import finished_run
 from sharedtask.service.app import ServiceConfig, create_app
 from sharedtask.service.assessment.people import create_assessor
 from sharedtask.service.db import make_engine, migrate, sessions
-from sharedtask.service.models import Image, Submission, Team
+from sharedtask.service.models import Submission
 from sharedtask.service.teams.tokens import create_team, organizer_token
 
 TASK1, TASK3 = "arqmath-3-task1", "arqmath-3-task3"
@@ -40,24 +40,6 @@ def served(tmp_path: Path, database: str, monkeypatch):
         yield server.url, factory, tmp_path / "data", tokens
 
 
-def finished(factory, data_dir: Path, team: str, task: str, tag: str, run: Path) -> int:
-    """A submission finished as the executor leaves one: its run file, done and valid."""
-    with factory.begin() as session:
-        image = session.scalar(select(Image)) or Image(archive_sha256="a" * 64, docker_id="sha256:" + "b" * 64, size=1)
-        session.add(image)
-        session.flush()
-        who = session.scalar(select(Team).where(Team.name == team))
-        sub = Submission(team_id=who.id, task_id=task, image_id=image.id, image_name="x", tag=tag, status="done",
-                         run_status="success", valid=True)
-        session.add(sub)
-        session.flush()
-        run_dir = data_dir / "runs" / str(sub.id) / "attempt-1" / task / tag
-        run_dir.mkdir(parents=True)
-        (run_dir / "run.txt").write_bytes(run.read_bytes())
-        sub.run_dir = str(run_dir)
-        return sub.id
-
-
 def answers_of(run: Path) -> dict[str, str]:
     """Task 3's run: topic -> its answer text (tab separated, csv quoting, as the official scripts read it)."""
     with run.open(encoding="utf-8", newline="") as fh:
@@ -66,8 +48,8 @@ def answers_of(run: Path) -> dict[str, str]:
 
 def test_task3_answers_are_pooled_judged_and_scored_with_task1(served):
     url, factory, data_dir, tokens = served
-    one = finished(factory, data_dir, "team-a", TASK1, "bm25", RUN1)
-    three = finished(factory, data_dir, "team-b", TASK3, "qa", RUN3)
+    one = finished_run(factory, data_dir, "team-a", "bm25", RUN1.read_text(), task=TASK1)
+    three = finished_run(factory, data_dir, "team-b", "qa", RUN3.read_text(), task=TASK3)
     answers = answers_of(RUN3)
     # the pool's answer ids, by the rule pooling documents: "a" + 16 hex digits of the text's sha256
     answer_ids = {t: "a" + hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16] for t, text in answers.items()}

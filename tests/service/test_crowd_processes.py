@@ -23,18 +23,11 @@ import pytest
 
 from service_helpers import TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server, stop
 from service.test_crowd import _stalled_upload, all_tags, archive, in_parallel, remove_image, upload  # noqa: F401
-from service.test_crowd import wait_all_finished
+from service.test_crowd import database, wait_all_finished  # noqa: F401 - the crowd's database fixture
 from sharedtask.service.client import save_image
 from sharedtask.service.runs.claims import RESUMED_NOTE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'service' / 'service.db'}"
-    return request.getfixturevalue("postgres_server")()
 
 
 @pytest.fixture
