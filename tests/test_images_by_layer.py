@@ -23,7 +23,7 @@ from sharedtask.errors import SharedTaskError
 from sharedtask.executor.job import Job
 from sharedtask.images import registry as registries
 from sharedtask.images import registry_log
-from sharedtask.images.shipping import ensure, push
+from sharedtask.images.shipping import ensure, push, source_for
 
 pytestmark = [pytest.mark.docker]
 
@@ -203,11 +203,12 @@ def test_without_docker_registry_serve_ships_archives_and_says_how_to_get_layers
     image_id = docker_client.images.get(image).id
     try:
         args = argparse.Namespace(images_registry=None, images_dir=None, images_url=None)
-        image_source, stage_source = serve._image_shipping(args, tmp_path / "data")
+        address, images_dir, stage_source = serve._image_shipping(args, tmp_path / "data")
         notice = capsys.readouterr().out.strip().splitlines()
         assert len(notice) == 1 and "whole archives" in notice[0] and "docker-registry is not installed" in notice[0]
-        assert "--images-registry" in notice[0]
-        source = image_source(image)
+        assert "--images-registry" in notice[0] and address is None
+        # what each server process then makes of it (cli/serve.py, make_pool)
+        source = source_for(docker_client, registry=address, images_dir=images_dir, images_url=None)(image)
         assert source.startswith(f"archive:{(tmp_path / 'data' / 'images').resolve()}/{image_id.split(':')[1]}.tar#")
         assert stage_source is not None  # published stages travel the same way
     finally:

@@ -122,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
     from sharedtask.service.app import ServiceConfig, create_app
     from sharedtask.service.runs import RunSettings, make_runs
 
+    if args.broker and args.images_registry:  # the organizer's registry answers, or one line, before the broker
+        from sharedtask.images.registry import check_answers
+
+        check_answers(args.images_registry)
     if args.broker:  # asked here, once: the run pool is made later, in the process that holds its lease
         from sharedtask.executor.remote import answering_redis
 
@@ -170,14 +174,12 @@ def _image_shipping(args: argparse.Namespace, data_dir: Path) -> tuple[str | Non
     from sharedtask.images.client import docker_client
 
     docker_client()  # Docker answers, or one line now (each process makes its own client after the fork)
-    address, images_dir = args.images_registry, args.images_dir
-    if address:
-        registry.check_answers(address)
-    elif images_dir is None and registry.available():
+    address, images_dir = args.images_registry, args.images_dir  # a given registry was asked in run()
+    if not address and images_dir is None and registry.available():
         address = registry.start_local(data_dir / "registry").address
         console.print(f"images reach the workers by layer from the registry started at [bold]{address}[/] "
                       "(loopback: workers on this machine; others need --images-registry HOST:PORT they reach)")
-    elif images_dir is None:
+    elif not address and images_dir is None:
         images_dir = data_dir / "images"
         console.print(f"images reach the workers as whole archives in {images_dir}: {registry.BINARY} is not "
                       "installed (apt-get install docker-registry, or --images-registry HOST:PORT, sends layers)")
