@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from service_helpers import (TASK, PostgresServer, call, free_port, tiny_archives,  # noqa: E402
+from service_helpers import (TASK, PostgresServer, free_port, tiny_archives,  # noqa: E402
                              start_server, stop)
 
 
@@ -123,13 +122,7 @@ def one_server(db: str, processes: int, args: argparse.Namespace, tags: list[str
     server = start_server(data_dir, db, port, "--processes", str(processes))
     try:
         assert server.process is not None
-        org = server.token()
-        tokens = [call(f"{server.url}/api/teams", "POST", org, {"name": f"team-{i}"})[1]["token"]
-                  for i in range(args.clients)]
-        first = server.cli("submit", "--server", server.url, "--token", tokens[0], "--task", TASK, "--image",
-                           tags[0], "--wait", "--json")
-        assert json.loads(first.stdout)["status"] == "done", first.stdout
-        assert call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)[0] == 200
+        tokens = bench.ready(server, tags, args.clients)
         figures = {"board": measure(port, server.process.pid, tokens, archives, args.seconds, 0),
                    "uploading": measure(port, server.process.pid, tokens, archives, args.seconds, 10)}
         for crowd, f in figures.items():

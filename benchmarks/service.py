@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
@@ -244,6 +245,17 @@ def crowd(args: argparse.Namespace, generator: str, every: int, port: int, serve
     return bool(errors)
 
 
+def ready(server: Any, tags: list[str], clients: int) -> list[str]:
+    """The crowd's start: a token per client's team, the first image's run done, the board published."""
+    org = server.token()
+    tokens = [call(f"{server.url}/api/teams", "POST", org, {"name": f"team-{i}"})[1]["token"] for i in range(clients)]
+    first = server.cli("submit", "--server", server.url, "--token", tokens[0], "--task", TASK, "--image",
+                       tags[0], "--wait", "--json")
+    assert json.loads(first.stdout)["status"] == "done", first.stdout
+    assert call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)[0] == 200
+    return tokens
+
+
 def main() -> int:  # noqa: C901 - one linear script
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
@@ -267,13 +279,7 @@ def main() -> int:  # noqa: C901 - one linear script
     port = free_port()
     server = start_server(data_dir, f"sqlite:///{data_dir / 'service.db'}", port)
     try:
-        org = server.token()
-        tokens = [call(f"{server.url}/api/teams", "POST", org, {"name": f"team-{i}"})[1]["token"]
-                  for i in range(args.clients)]
-        first = server.cli("submit", "--server", server.url, "--token", tokens[0], "--task", TASK, "--image",
-                           tags[0], "--wait", "--json")
-        assert json.loads(first.stdout)["status"] == "done", first.stdout
-        assert call(f"{server.url}/api/tasks/{TASK}/publish", "POST", org)[0] == 200
+        tokens = ready(server, tags, args.clients)
         alone = single_client(port, tokens[0])
         print("one keep-alive client, 200 GETs per kind (ms): "
               + ", ".join(f"{k} {v:.1f}" for k, v in alone.items()))

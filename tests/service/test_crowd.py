@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import pytest
@@ -177,28 +177,38 @@ def _stalled_upload(served: Served, token: str, archive: tuple[Path, int, str], 
 
 def test_a_stalled_upload_holds_nothing_while_another_team_submits(archive, start) -> None:
     served = start()
-    slow, fast = served.token("slow"), served.token("fast")
+    stalled_upload_holds_nothing(served, served, archive)
+
+
+def stalled_upload_holds_nothing(stalled: Served, other: Served, archive: tuple[Path, int, str],
+                                 then: Callable[[str], None] | None = None) -> None:
+    """A team's upload stops halfway on ``stalled``; meanwhile ``other`` (the same server, or
+    another process on its database) answers pings and takes another team's upload of the same
+    image, ``then(fast_token)`` checks more, and the stalled upload ends accepted."""
+    slow, fast = stalled.token("slow"), stalled.token("fast")
     latencies: list[float] = []
     done = threading.Event()
 
     def ping() -> None:
         while not done.is_set():
             t0 = time.monotonic()
-            assert call(f"{served.url}/api/tasks")[0] == 200
+            assert call(f"{other.url}/api/tasks")[0] == 200
             latencies.append(time.monotonic() - t0)
 
     pinger = threading.Thread(target=ping, daemon=True)
     pinger.start()
     path, size, _ = archive
-    conn = _stalled_upload(served, slow, archive, size // 2)
+    conn = _stalled_upload(stalled, slow, archive, size // 2)
     try:
         # the spool of the stalled upload exists: its body is being read, and the server goes on
-        deadline = time.monotonic() + 120
-        while not list((served.data_dir / "uploads").glob("*.tar")) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120  # a hang bound
+        while not list((stalled.data_dir / "uploads").glob("*.tar")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert list((served.data_dir / "uploads").glob("*.tar"))
-        status, body = upload(served, fast, archive)
+        assert list((stalled.data_dir / "uploads").glob("*.tar"))
+        status, body = upload(other, fast, archive)
         assert status == 201, body
+        if then is not None:
+            then(fast)
         conn.send(path.read_bytes()[size // 2:])
         response = conn.getresponse()
         assert response.status == 201, response.read()

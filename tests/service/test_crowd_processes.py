@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from typing import Any
 import pytest
 
 from service_helpers import TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server, stop
-from service.test_crowd import _stalled_upload, all_tags, archive, in_parallel, remove_image, upload  # noqa: F401
-from service.test_crowd import database, wait_all_finished  # noqa: F401 - the crowd's database fixture
+from service.test_crowd import all_tags, archive, in_parallel, remove_image, upload  # noqa: F401 - archive: a fixture
+from service.test_crowd import database, stalled_upload_holds_nothing, wait_all_finished  # noqa: F401 - database: a fixture
 from sharedtask.service.client import save_image
 from sharedtask.service.runs.claims import RESUMED_NOTE
 
@@ -85,38 +84,12 @@ def test_a_quota_raced_across_two_processes_admits_exactly_the_limit(archive, tw
 
 def test_a_stalled_upload_on_one_process_holds_nothing_on_the_other(archive, two) -> None:
     a, b = two()
-    slow, fast = a.token("slow"), a.token("fast")
-    latencies: list[float] = []
-    done = threading.Event()
+    # B takes the same image while A reads the stalled body, and A itself goes on
+    stalled_upload_holds_nothing(a, b, archive, then=lambda fast: _accepted(upload(a, fast, archive)))
 
-    def ping() -> None:
-        while not done.is_set():
-            t0 = time.monotonic()
-            assert call(f"{b.url}/api/tasks")[0] == 200
-            latencies.append(time.monotonic() - t0)
 
-    pinger = threading.Thread(target=ping, daemon=True)
-    pinger.start()
-    path, size, _ = archive
-    conn = _stalled_upload(a, slow, archive, size // 2)
-    try:
-        deadline = time.monotonic() + 120  # a hang bound
-        while not list((a.data_dir / "uploads").glob("*.tar")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert list((a.data_dir / "uploads").glob("*.tar"))  # A is reading the stalled body
-        status, body = upload(b, fast, archive)  # the same image, to the other process
-        assert status == 201, body
-        assert upload(a, fast, archive)[0] == 201  # and A itself goes on
-        conn.send(path.read_bytes()[size // 2:])
-        response = conn.getresponse()
-        assert response.status == 201, response.read()
-    finally:
-        conn.close()
-        done.set()
-        pinger.join(60)
-    assert len(latencies) >= 3
-    # a freeze bound, not a speed test (see test_crowd.py)
-    assert max(latencies) < 5.0
+def _accepted(answer: tuple[int, object]) -> None:
+    assert answer[0] == 201, answer
 
 
 @pytest.fixture
