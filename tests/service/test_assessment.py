@@ -9,10 +9,11 @@ test: pools by a plain top-k union, Cohen's kappa by its textbook formula, score
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from sqlalchemy import func, select
@@ -55,6 +56,14 @@ def run_text(tag: str, order: str) -> str:
 @pytest.fixture
 def service(tmp_path: Path, database: str, monkeypatch):
     monkeypatch.setenv("SHAREDTASK_DATA", str(tmp_path / "store"))  # registered qrels stay in the test
+    with served_assessment(tmp_path, database, [TASK]) as served:
+        yield served
+
+
+@contextmanager
+def served_assessment(tmp_path: Path, database: str, task_ids: list[str]) -> Iterator[tuple[str, Any, Path, dict]]:
+    """A server of ``task_ids`` in a thread: (its URL, the session factory, its data folder, tokens of
+    the organizer, team-a, team-b and the assessors alice and bob)."""
     engine = make_engine(database)
     migrate(engine)
     factory = sessions(engine)
@@ -62,7 +71,7 @@ def service(tmp_path: Path, database: str, monkeypatch):
         tokens = {"org": organizer_token(session), "a": create_team(session, "team-a")[1],
                   "b": create_team(session, "team-b")[1], "alice": create_assessor(session, "alice")[1],
                   "bob": create_assessor(session, "bob")[1]}
-    config = ServiceConfig(data_dir=tmp_path / "data", max_upload=64 * 1024, task_ids=[TASK])
+    config = ServiceConfig(data_dir=tmp_path / "data", max_upload=64 * 1024, task_ids=task_ids)
     app = create_app(factory, RecordingExecutor(), config)
     with ThreadServer(app) as server:
         yield server.url, factory, tmp_path / "data", tokens

@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from service_helpers import REPO, RecordingExecutor, ThreadServer, call, database  # noqa: F401 - fixture
-from service.test_assessment import finished_run
-from sharedtask.service.app import ServiceConfig, create_app
-from sharedtask.service.assessment.people import create_assessor
-from sharedtask.service.db import make_engine, migrate, sessions
+from service_helpers import REPO, call, database  # noqa: F401 - fixture
+from service.test_assessment import finished_run, served_assessment
 from sharedtask.service.models import Submission
-from sharedtask.service.teams.tokens import create_team, organizer_token
 
 TASK1, TASK3 = "arqmath-3-task1", "arqmath-3-task3"
 RUN1 = REPO / "baselines" / "reference-runs" / TASK1 / "lucene-bm25.txt"
@@ -29,15 +25,8 @@ RUN3 = REPO / "baselines" / "reference-runs" / TASK3 / "extractive-qa.txt"
 @pytest.fixture
 def served(tmp_path: Path, database: str, monkeypatch):
     monkeypatch.setenv("SHAREDTASK_DATA", str(tmp_path / "store"))  # registered qrels stay in the test
-    engine = make_engine(database)
-    migrate(engine)
-    factory = sessions(engine)
-    with factory.begin() as session:
-        tokens = {"org": organizer_token(session), "a": create_team(session, "team-a")[1],
-                  "b": create_team(session, "team-b")[1], "alice": create_assessor(session, "alice")[1]}
-    config = ServiceConfig(data_dir=tmp_path / "data", max_upload=64 * 1024, task_ids=[TASK1, TASK3])
-    with ThreadServer(create_app(factory, RecordingExecutor(), config)) as server:
-        yield server.url, factory, tmp_path / "data", tokens
+    with served_assessment(tmp_path, database, [TASK1, TASK3]) as server:
+        yield server
 
 
 def answers_of(run: Path) -> dict[str, str]:
