@@ -49,15 +49,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(predicate: Any, limit: float = 60.0, step: float = 0.1) -> Any:
-    """Poll until ``predicate()`` is truthy; fail after ``limit`` s (a hang bound, not a speed test)."""
+def wait_for(predicate: Any, limit: float = 60.0, step: float = 0.1, what: str | None = None) -> Any:
+    """Poll until ``predicate()`` is truthy and return its value; fail after ``limit`` s (a hang
+    bound, not a speed test), saying ``what`` did not happen."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(step)
-    raise AssertionError(f"condition not met within {limit} s: {predicate}")
+    raise AssertionError(f"{what or predicate} did not happen within {limit} s")
 
 
 class RedisServer:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from distributed_helpers import wait_for
 from service_helpers import TASK, Served, build_tiny_image, call, free_port, perfect_run, start_server, stop
 from service.test_crowd import all_tags, archive, in_parallel, remove_image, upload  # noqa: F401 - archive: a fixture
 from service.test_crowd import database, stalled_upload_holds_nothing, wait_all_finished  # noqa: F401 - database: a fixture
@@ -110,14 +111,8 @@ def _runners(served: Served) -> list[int]:
             if "runs the submissions" in line]
 
 
-def _wait(condition: Any, what: str, bound: float = 300.0) -> Any:
-    end = time.monotonic() + bound  # a hang bound, not a speed test
-    while time.monotonic() < end:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen")
+def _wait(condition: Any, what: str) -> Any:
+    return wait_for(condition, 300.0, what=what)
 
 
 def test_a_process_killed_mid_run_loses_nothing_and_the_other_takes_over(slow_archive, two) -> None:

@@ -15,9 +15,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from distributed_helpers import wait_for
 from service_helpers import TASK, call, free_port, start_server, stop
 from sharedtask.service.db import make_engine, migrate
 from sharedtask.service.locks import LockBusy, Locks, lock_name
@@ -33,14 +35,8 @@ with locks.hold(("image", "abc")):
 """
 
 
-def _wait(condition, what: str, bound: float = 120.0):
-    end = time.monotonic() + bound  # a hang bound, not a speed test
-    while time.monotonic() < end:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen")
+def _wait(condition: Any, what: str) -> Any:
+    return wait_for(condition, 120.0, what=what)
 
 
 def test_a_lock_in_the_database_excludes_another_process_and_a_sigkill_frees_it(database, tmp_path: Path) -> None:
